@@ -1,0 +1,24 @@
+"""assay: judge generated text with LLMs, reliably and interpretably, and measure how far the judges can be trusted.
+
+The public API::
+
+    import assay
+    result = assay.evaluate("topical-chat", method="geval", judge="llamacpp:smollm2", limit=12)
+    df = result.to_pandas()
+"""
+
+from __future__ import annotations
+
+__version__ = "0.1.0"
+
+from assay.api import RunResult, evaluate, evaluate_async  # noqa: E402
+from assay.datasets import Dataset, list_datasets, load_dataset  # noqa: E402
+from assay.judges import load_judge  # noqa: E402
+from assay.methods import get_method, method_names  # noqa: E402
+from assay.store import RunStore  # noqa: E402
+from assay.types import Dimension, Judgment, Sample, Scale, Usage  # noqa: E402
+
+__all__ = [
+    "Dataset", "Dimension", "Judgment", "RunResult", "RunStore", "Sample", "Scale", "Usage", "__version__",
+    "evaluate", "evaluate_async", "get_method", "list_datasets", "load_dataset", "load_judge", "method_names",
+]

@@ -1,0 +1,159 @@
+"""The Python API: ``evaluate`` runs a method over samples with a judge into a resumable run directory."""
+
+from __future__ import annotations
+
+import asyncio
+import platform
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from assay import __version__
+from assay.datasets import Dataset, load_dataset
+from assay.executor import Progress, default_unit_concurrency, execute, order_units
+from assay.judges import DEFAULT_JUDGE, Judge, ManagedJudge, PriceTable, RetryPolicy, load_judge
+from assay.methods import Method, RunContext, make_method
+from assay.methods.base import content_hash
+from assay.store import RunStore
+from assay.types import Judgment, Usage
+
+
+@dataclass
+class RunResult:
+    """What a run produced: all its judgments (old and new), its manifest, usage and notes."""
+
+    run_dir: Path
+    judgments: list[Judgment]
+    manifest: dict[str, Any]
+    usage: dict[str, Usage]
+    notes: list[dict[str, Any]]
+    progress: Progress
+    resumed: bool
+
+    def to_pandas(self) -> Any:
+        with RunStore(self.run_dir, readonly=True) as store:
+            return store.to_pandas()
+
+    def scores(self) -> dict[tuple[str, str], float | None]:
+        return {(j.sample_id, j.dimension): j.score for j in self.judgments}
+
+
+def evaluate(
+    data: Dataset | str,
+    *,
+    method: str | Method = "direct",
+    judge: str | Judge = DEFAULT_JUDGE,
+    dimensions: list[str] | None = None,
+    run_dir: str | Path | None = None,
+    options: dict[str, Any] | None = None,
+    judge_options: dict[str, Any] | None = None,
+    limit: int | None = None,
+    docs: int | None = None,
+    concurrency: int | None = None,
+    retry: RetryPolicy | None = None,
+    prices: PriceTable | None = None,
+    on_start: Callable[[int, int], None] | None = None,
+    on_update: Callable[[Progress, ManagedJudge], None] | None = None,
+) -> RunResult:
+    """Judge a dataset's samples with a method and a judge; resume if ``run_dir`` holds this run.
+
+    Args:
+        data: A Dataset, or a dataset spec for :func:`assay.datasets.load_dataset`.
+        method: A method name (``direct``, ``geval``, ``checkeval``, ``seal``, ``gereval``) or instance.
+        judge: A judge spec string (see :mod:`assay.judges`) or a Judge.
+        dimensions: Dimension names; the dataset's default ones if None.
+        run_dir: Where the run is stored; a temporary directory if None.
+        options: The method's options (validated; unknown keys are an error).
+        judge_options: Backend options (``n_threads``, ``timeout``, ...).
+        limit / docs: Keep the first ``docs`` source documents, then the first ``limit`` samples.
+        concurrency: Judge calls in flight (default: the backend's).
+        retry: Retry and timeout policy.
+        prices: Price table for cost accounting.
+        on_start: Called with (units to do, units already done) before work starts.
+        on_update: Called after each unit (the CLI's progress bar).
+    """
+    return asyncio.run(evaluate_async(
+        data, method=method, judge=judge, dimensions=dimensions, run_dir=run_dir, options=options,
+        judge_options=judge_options, limit=limit, docs=docs, concurrency=concurrency, retry=retry,
+        prices=prices, on_start=on_start, on_update=on_update))
+
+
+async def evaluate_async(
+    data: Dataset | str,
+    *,
+    method: str | Method = "direct",
+    judge: str | Judge = DEFAULT_JUDGE,
+    dimensions: list[str] | None = None,
+    run_dir: str | Path | None = None,
+    options: dict[str, Any] | None = None,
+    judge_options: dict[str, Any] | None = None,
+    limit: int | None = None,
+    docs: int | None = None,
+    concurrency: int | None = None,
+    retry: RetryPolicy | None = None,
+    prices: PriceTable | None = None,
+    on_start: Callable[[int, int], None] | None = None,
+    on_update: Callable[[Progress, ManagedJudge], None] | None = None,
+) -> RunResult:
+    """The async form of :func:`evaluate`, for callers that already run an event loop."""
+    dataset = load_dataset(data) if isinstance(data, str) else data
+    dataset = dataset.select(limit=limit, docs=docs)
+    dims = dataset.dimensions(dimensions)
+    meth = make_method(method, options) if isinstance(method, str) else method
+    run_path = Path(run_dir) if run_dir is not None else Path(tempfile.mkdtemp(prefix="assay-run-"))
+    bare = load_judge(judge, **(judge_options or {})) if isinstance(judge, str) else judge
+    store = RunStore(run_path)
+    managed = ManagedJudge(bare, cache=store, concurrency=concurrency, retry=retry, prices=prices)
+    try:
+        detect = getattr(bare, "detect_logprobs", None)
+        if detect is not None:
+            await detect()
+        notes: list[tuple[str, str]] = []
+
+        def note(kind: str, message: str) -> None:
+            store.add_note(kind, message)
+            notes.append((kind, message))
+
+        def put_artifact(name: str, text: str) -> str:
+            digest = content_hash(text)
+            store.put_artifact(name, digest, text)
+            return digest
+
+        ctx = RunContext(dataset=dataset, dimensions=dims, judge=managed, note=note, artifacts=put_artifact)
+        prepared = await meth.prepare(ctx)
+        manifest = {
+            "method": meth.name,
+            "method_settings": meth.settings(),
+            "artifacts": prepared,
+            "judge": bare.identity.model_dump(mode="json"),
+            "judge_logprobs": bare.supports_logprobs,
+            "dataset": {"name": dataset.name, "sha256": dataset.sha256},
+            "dimensions": [d.model_dump(mode="json") for d in dims],
+            "assay_version": __version__,
+            "python": platform.python_version(),
+            "started_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        }
+        resumed = store.begin(manifest)
+        store.put_samples(dataset.samples)
+        units = order_units(dataset.samples, dims, store.done_units())
+        if on_start:
+            on_start(len(units), len(dataset.samples) * len(dims) - len(units))
+        _, progress = await execute(
+            meth, units, ctx, store, concurrency=default_unit_concurrency(managed),
+            on_update=(lambda p: on_update(p, managed)) if on_update else None)
+        sessions = store.get_meta("usage_sessions") or []
+        sessions.append({k: v.model_dump() for k, v in managed.ledger.by_stage.items()}
+                        | {"_retries": managed.ledger.retries, "_failures": managed.ledger.failures})
+        store.set_meta("usage_sessions", sessions)
+        manifest = store.manifest() or manifest
+        manifest["notes"] = store.notes()
+        store.set_meta("manifest", manifest)
+        return RunResult(run_dir=run_path, judgments=store.judgments(), manifest=manifest,
+                         usage=dict(managed.ledger.by_stage), notes=store.notes(), progress=progress,
+                         resumed=resumed)
+    finally:
+        await managed.aclose()
+        store.close()

@@ -1,0 +1,241 @@
+"""The ``assay`` command: thin over the Python API, adding progress bars, tables and files."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import click
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.table import Table
+
+from assay.errors import AssayError
+
+app = typer.Typer(no_args_is_help=True, add_completion=False,
+                  help="Judge generated text with LLMs and measure how far the judges can be trusted.")
+console = Console(stderr=True)
+out = Console()
+
+JudgeOpt = Annotated[str, typer.Option("--judge", "-j", envvar="ASSAY_JUDGE",
+                                       help="Judge spec: llamacpp:smollm2, openai:MODEL, openai:MODEL@URL, replay:RUN")]
+JudgeOpts = Annotated[list[str] | None, typer.Option("--judge-opt", help="Backend option KEY=VALUE (n_threads=2, timeout=60)")]
+
+
+def judge_options(pairs: list[str] | None) -> dict[str, Any]:
+    """``KEY=VALUE`` pairs as backend options, with numbers and booleans converted."""
+    opts: dict[str, Any] = {}
+    for pair in pairs or []:
+        key, eq, value = pair.partition("=")
+        if not eq:
+            raise AssayError(f"--judge-opt {pair!r} must be KEY=VALUE")
+        opts[key] = _convert(value)
+    return opts
+
+
+def _convert(value: str) -> Any:
+    low = value.lower()
+    if low in ("true", "yes", "on"):
+        return True
+    if low in ("false", "no", "off"):
+        return False
+    for cast in (int, float):
+        try:
+            return cast(value)
+        except ValueError:
+            pass
+    return value
+
+
+@app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+def run(
+    ctx: typer.Context,
+    method: Annotated[str, typer.Option("--method", "-m", help="direct, geval, checkeval, seal, gereval")] = "direct",
+    dataset: Annotated[str, typer.Option("--dataset", "-d", help="Name, NAME:PATH, or a dataset spec .yaml")] = "topical-chat",
+    dimension: Annotated[list[str] | None, typer.Option("--dimension", help="Repeatable; default: the dataset's")] = None,
+    judge: JudgeOpt = "llamacpp:smollm2",
+    judge_opt: JudgeOpts = None,
+    limit: Annotated[int | None, typer.Option(help="Judge only the first N samples")] = None,
+    docs: Annotated[int | None, typer.Option(help="Judge only the first N source documents")] = None,
+    run_dir: Annotated[Path | None, typer.Option("--run-dir", "-o", help="Run directory (resumable)")] = None,
+    concurrency: Annotated[int | None, typer.Option(help="Judge calls in flight")] = None,
+    timeout: Annotated[float, typer.Option(help="Seconds per call attempt")] = 180.0,
+    retries: Annotated[int, typer.Option(help="Attempts per call")] = 6,
+    prices: Annotated[Path | None, typer.Option(help="Price table JSON for cost accounting")] = None,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar")] = False,
+) -> None:
+    """Judge a dataset with a method; re-run the same command to resume.
+
+    Method options follow as flags, e.g. ``--method geval --mode sampling --n 20`` or
+    ``--method checkeval --checklist summeval --soft``.
+    """
+    from assay.api import evaluate
+    from assay.cli.options import flags_to_options
+    from assay.judges import PriceTable, RetryPolicy
+    from assay.methods import get_method
+
+    options = flags_to_options(list(ctx.args), get_method(method).Options, method)
+    run_path = run_dir or Path("runs") / f"{Path(dataset).stem.split(':')[0]}-{method}"
+    price_table = PriceTable.model_validate_json(prices.read_text()) if prices else None
+    bar = _progress(quiet)
+    task: list[Any] = []
+
+    def on_start(todo: int, done: int) -> None:
+        if done:
+            console.print(f"[bold]resuming[/] {run_path}: {done} units already done, {todo} to go")
+        task.append(bar.add_task(method, total=todo, stats=""))
+
+    def on_update(p: Any, judge_: Any) -> None:
+        u = judge_.ledger.total()
+        bar.update(task[0], completed=p.done + p.failed, stats=(
+            f"calls {u.calls} (cached {u.cached_calls}) tok {u.prompt_tokens}/{u.completion_tokens} "
+            f"unscored {p.unscored} failed {p.failed}"))
+
+    with bar:
+        result = evaluate(dataset, method=method, judge=judge, dimensions=dimension, run_dir=run_path,
+                          options=options, judge_options=judge_options(judge_opt), limit=limit, docs=docs,
+                          concurrency=concurrency, retry=RetryPolicy(timeout_s=timeout, max_attempts=retries),
+                          prices=price_table, on_start=on_start, on_update=on_update)
+    _print_run(result)
+
+
+def _progress(quiet: bool) -> Progress:
+    return Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+                    TimeElapsedColumn(), TextColumn("eta"), TimeRemainingColumn(), TextColumn("{task.fields[stats]}"),
+                    console=console, disable=quiet, transient=False)
+
+
+def _print_run(result: Any) -> None:
+    from assay.report.summary import run_summary
+
+    table = Table(title=f"{result.manifest['method']} on {result.manifest['dataset']['name']} "
+                        f"with {result.manifest['judge']['backend']}:{result.manifest['judge']['model']}")
+    summary = run_summary(result.run_dir)
+    for col in summary["columns"]:
+        table.add_column(col, justify="right" if col not in ("dimension",) else "left")
+    for row in summary["rows"]:
+        table.add_row(*[_cell(v) for v in row])
+    out.print(table)
+    if summary.get("level_note"):
+        out.print(summary["level_note"])
+    usage = result.usage
+    total_calls = sum(u.calls for u in usage.values())
+    cached = sum(u.cached_calls for u in usage.values())
+    toks = sum(u.prompt_tokens for u in usage.values()), sum(u.completion_tokens for u in usage.values())
+    out.print(f"calls {total_calls} (+{cached} from cache), tokens {toks[0]} prompt / {toks[1]} completion; "
+              f"run stored in {result.run_dir}")
+    for n in result.notes:
+        out.print(f"[yellow]note ({n['kind']}, x{n['count']}):[/] {n['message']}")
+    if result.progress.failed:
+        out.print(f"[red]{result.progress.failed} units failed after retries[/] (re-run the command to retry):")
+        for e in result.progress.errors:
+            out.print(f"  {e}")
+
+
+def _cell(v: Any) -> str:
+    if v is None:
+        return "-"
+    if isinstance(v, float):
+        return f"{v:.3f}"
+    return str(v)
+
+
+@app.command()
+def datasets(name: Annotated[str | None, typer.Argument(help="Show one dataset")] = None) -> None:
+    """List the bundled datasets, or show one with its counts and dimensions."""
+    from assay.datasets import list_datasets, load_dataset
+
+    if name is None:
+        table = Table(title="datasets")
+        for col in ("name", "task", "level", "default dimensions"):
+            table.add_column(col)
+        for info in list_datasets():
+            table.add_row(info.name, info.task, info.level, ", ".join(info.default_dimensions))
+        out.print(table)
+        return
+    ds = load_dataset(name)
+    docs = len({s.doc_id for s in ds.samples})
+    systems = len({s.system_id for s in ds.samples})
+    out.print(f"[bold]{ds.name}[/]: {len(ds.samples)} samples, {docs} source documents, {systems} systems; "
+              f"correlation level: {ds.info.level}")
+    out.print(f"task: {ds.info.task}\nsource: {ds.info.provenance}\nfile: {ds.path} (sha256 {ds.sha256[:16]})")
+    table = Table(title="dimensions")
+    for col in ("name", "scale", "rated", "definition"):
+        table.add_column(col)
+    for d in ds.info.dimensions:
+        rated = sum(d.name in s.human for s in ds.samples)
+        table.add_row(d.name, d.scale.label(), str(rated), d.definition)
+    out.print(table)
+
+
+@app.command()
+def judges(spec: Annotated[str, typer.Argument(help="Judge spec to check")] = "llamacpp:smollm2",
+           judge_opt: JudgeOpts = None) -> None:
+    """Check a judge spec: reachable, which model answers, whether it gives log-probabilities."""
+    from assay.judges import load_judge
+
+    async def check() -> dict[str, Any]:
+        judge = load_judge(spec, **judge_options(judge_opt))
+        try:
+            detect = getattr(judge, "detect_logprobs", None)
+            if detect is not None:
+                await detect()
+            report = await judge.check()
+            report["supports_logprobs"] = judge.supports_logprobs
+            return report
+        finally:
+            await judge.aclose()
+
+    out.print_json(json.dumps(asyncio.run(check())))
+
+
+@app.command()
+def export(run_dir: Path, format: Annotated[str, typer.Option("--format", "-f")] = "jsonl",  # noqa: A002
+           output: Annotated[Path | None, typer.Option("--output", "-o")] = None) -> None:
+    """Export a run's judgments as JSONL, CSV or Parquet."""
+    from assay.store import RunStore
+
+    with RunStore(run_dir, readonly=True) as store:
+        path = store.export(output or run_dir / f"judgments.{format}", format)
+    out.print(f"wrote {path}")
+
+
+# Sub-commands living in their own modules: each module has ``register(app)``.
+_SUBCOMMAND_MODULES = ("assay.cli.meta", "assay.cli.geval", "assay.cli.checklist", "assay.cli.rubric",
+                       "assay.cli.report")
+
+
+def _register_subcommands() -> None:
+    import importlib
+    import importlib.util
+
+    for module in _SUBCOMMAND_MODULES:
+        if importlib.util.find_spec(module) is not None:
+            importlib.import_module(module).register(app)
+
+
+_register_subcommands()
+
+
+def main() -> None:
+    """Entry point: user errors print as one clear message, not a traceback."""
+    try:
+        app(standalone_mode=False)
+    except AssayError as exc:
+        console.print(f"[red]error:[/] {exc}")
+        sys.exit(1)
+    except (KeyboardInterrupt, click.exceptions.Abort):
+        console.print("[yellow]interrupted[/]: finished judgments are stored; re-run the same command to resume.")
+        sys.exit(130)
+    except (typer.Exit, SystemExit) as exc:
+        code = getattr(exc, "exit_code", getattr(exc, "code", 0))
+        sys.exit(code)
+    except Exception as exc:  # click usage errors
+        if isinstance(exc, click.ClickException):
+            exc.show()
+            sys.exit(exc.exit_code)
+        raise

@@ -1,0 +1,63 @@
+"""Turning a method's extra command-line flags into its validated options (flags become constructor arguments)."""
+
+from __future__ import annotations
+
+import typing
+from typing import Any
+
+from pydantic import BaseModel
+
+from assay.errors import ConfigError
+
+
+def _is_bool(annotation: Any) -> bool:
+    if annotation is bool:
+        return True
+    return bool(typing.get_origin(annotation) in (typing.Union, getattr(__import__("types"), "UnionType", None))
+                and bool in typing.get_args(annotation) and len(typing.get_args(annotation)) <= 2
+                and type(None) in typing.get_args(annotation))
+
+
+def flags_to_options(args: list[str], model: type[BaseModel], method: str) -> dict[str, Any]:
+    """Map ``--some-flag VALUE`` / ``--flag`` / ``--no-flag`` onto the fields of ``model``.
+
+    A boolean field ``soft`` is set by ``--soft``; a boolean field ``no_cot`` by ``--no-cot``;
+    ``--no-X`` also turns off a boolean field ``X``. Other fields take the next argument as
+    their value (pydantic then converts and validates it). Repeating a list field appends.
+
+    Raises:
+        ConfigError: A flag the method does not have, with the list of those it has.
+    """
+    fields = model.model_fields
+    out: dict[str, Any] = {}
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        if not arg.startswith("--"):
+            raise ConfigError(f"unexpected argument {arg!r}")
+        name, eq, inline = arg[2:].partition("=")
+        key = name.replace("-", "_")
+        negated = False
+        if key not in fields and key.startswith("no_") and key[3:] in fields:
+            key, negated = key[3:], True
+        if key not in fields:
+            flags = ", ".join("--" + f.replace("_", "-") for f in sorted(fields)) or "none"
+            raise ConfigError(f"method {method!r} has no option --{name}. Its options: {flags}.")
+        info = fields[key]
+        if _is_bool(info.annotation) and not eq:
+            out[key] = not negated
+            i += 1
+            continue
+        if eq:
+            value = inline
+            i += 1
+        else:
+            if i + 1 >= len(args):
+                raise ConfigError(f"option --{name} needs a value")
+            value = args[i + 1]
+            i += 2
+        if typing.get_origin(info.annotation) in (list, tuple):
+            out.setdefault(key, []).append(value)
+        else:
+            out[key] = value
+    return out

@@ -1,0 +1,105 @@
+"""Datasets: the named benchmarks (bundled), any file in their layouts, and any file with a field mapping.
+
+``load_dataset("topical-chat")`` loads the bundled copy; ``load_dataset("summeval:/my/copy.jsonl")``
+reads a user's copy in one of that benchmark's public layouts; ``load_dataset("my_data.yaml")``
+reads a dataset described by a spec file (see :mod:`assay.datasets.generic`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, replace
+from importlib import resources
+from pathlib import Path
+
+from assay.datasets import loaders
+from assay.datasets.catalog import CATALOG, DatasetInfo
+from assay.errors import ConfigError, InputError, did_you_mean
+from assay.types import Dimension, Sample
+
+__all__ = ["CATALOG", "Dataset", "DatasetInfo", "list_datasets", "load_dataset"]
+
+
+@dataclass(frozen=True)
+class Dataset:
+    """Samples with what is known about them.
+
+    Attributes:
+        info: Task, dimensions, scales and correlation level.
+        samples: The samples, in file order.
+        sha256: Hash of the data file's bytes, recorded in every run manifest.
+        path: Where the data was read from.
+    """
+
+    info: DatasetInfo
+    samples: list[Sample]
+    sha256: str
+    path: str
+
+    @property
+    def name(self) -> str:
+        return self.info.name
+
+    def select(self, *, limit: int | None = None, docs: int | None = None) -> Dataset:
+        """The first ``docs`` source documents (all their outputs), then the first ``limit`` samples."""
+        samples = self.samples
+        if docs is not None:
+            keep: list[str] = []
+            for s in samples:
+                if s.doc_id not in keep:
+                    keep.append(s.doc_id)
+            chosen = set(keep[:docs])
+            samples = [s for s in samples if s.doc_id in chosen]
+        if limit is not None:
+            samples = samples[:limit]
+        return replace(self, samples=samples)
+
+    def dimensions(self, names: list[str] | None = None) -> list[Dimension]:
+        """The named dimensions (checked), or the dataset's default ones."""
+        return [self.info.dimension(n) for n in (names or self.info.default_dimensions)]
+
+
+def list_datasets() -> list[DatasetInfo]:
+    """The named benchmarks, in registry order."""
+    return list(CATALOG.values())
+
+
+def get_info(name: str) -> DatasetInfo:
+    if name not in CATALOG:
+        raise ConfigError(f"unknown dataset {name!r}." + did_you_mean(name, list(CATALOG)))
+    return CATALOG[name]
+
+
+def load_dataset(spec: str) -> Dataset:
+    """Load a dataset by name, ``name:path`` or spec-file path.
+
+    Raises:
+        ConfigError: Unknown name.
+        InputError: A file that is missing, malformed, or has a bad or duplicate record.
+    """
+    if spec.endswith((".yaml", ".yml")):
+        from assay.datasets.generic import load_spec_file
+
+        return load_spec_file(Path(spec))
+    name, _, path_s = spec.partition(":")
+    info = get_info(name)
+    if path_s:
+        path = Path(path_s)
+        data = path.read_bytes() if path.exists() else b""
+    else:
+        ref = resources.files("assay.datasets") / "data" / info.file
+        data = ref.read_bytes()
+        path = Path(str(ref))
+    samples = getattr(loaders, info.loader)(path)
+    check_unique(samples, str(path))
+    return Dataset(info=info, samples=samples, sha256=hashlib.sha256(data).hexdigest(), path=str(path))
+
+
+def check_unique(samples: list[Sample], file: str) -> None:
+    """Raise on the first repeated sample id, naming both records."""
+    first: dict[str, int] = {}
+    for i, s in enumerate(samples):
+        if s.id in first:
+            raise InputError(f"duplicate id {s.id!r} (first at record {first[s.id]})", file=file,
+                             record=i, field="id")
+        first[s.id] = i

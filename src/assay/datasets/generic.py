@@ -1,0 +1,115 @@
+"""Any JSON / JSONL / CSV / Parquet file as a dataset, through a field mapping in a small YAML spec.
+
+Example spec (``my_data.yaml``)::
+
+    name: my-summaries
+    file: summaries.jsonl          # relative to the spec file
+    task: Summarisation of support tickets.
+    input_name: ticket
+    output_name: summary
+    level: sample                  # sample | system | dataset
+    fields: {id: uid, doc_id: ticket_id, system_id: model, source: ticket, output: summary}
+    human: {coherence: coh_mean}   # dimension -> field with the human rating (optional)
+    dimensions:
+      - {name: coherence, definition: "The summary reads as one organised whole.", scale: {low: 1, high: 5}}
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from assay.datasets.catalog import DatasetInfo
+from assay.datasets.readers import field, number, read_records
+from assay.errors import InputError
+from assay.types import Dimension, Sample
+
+
+class FieldMap(BaseModel):
+    """Which record field holds each part of a Sample (only ``output`` is required)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str | None = None
+    doc_id: str | None = None
+    system_id: str | None = None
+    source: str | None = None
+    output: str
+    reference: str | None = None
+    context: str | None = None
+
+
+class DatasetSpec(BaseModel):
+    """A user's dataset described in YAML: file, field mapping, dimensions."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    file: str
+    task: str = "Evaluate the quality of generated text."
+    input_name: str = "input"
+    output_name: str = "output"
+    context_name: str | None = None
+    level: Literal["sample", "system", "dataset"] = "dataset"
+    fields: FieldMap
+    human: dict[str, str] = {}
+    dimensions: list[Dimension]
+    contrast_field: str | None = None
+
+
+def load_records_mapped(path: Path, fields: FieldMap, human: dict[str, str]) -> list[Sample]:
+    """Samples from a file's records through a field mapping; ids default to the record index."""
+    f = str(path)
+    out = []
+    for i, r in enumerate(read_records(path)):
+        sid = field(r, fields.id, file=f, record=i) if fields.id else str(i)
+        ratings = {}
+        for dim, key in human.items():
+            if r.get(key) not in (None, ""):
+                ratings[dim] = number(r[key], file=f, record=i, name=key)
+        out.append(Sample(
+            id=sid,
+            doc_id=field(r, fields.doc_id, file=f, record=i) if fields.doc_id else sid,
+            system_id=field(r, fields.system_id, file=f, record=i) if fields.system_id else "",
+            source=field(r, fields.source, file=f, record=i) if fields.source else "",
+            output=field(r, fields.output, file=f, record=i),
+            reference=field(r, fields.reference, file=f, record=i, optional=True) if fields.reference else None,
+            context=field(r, fields.context, file=f, record=i, optional=True) if fields.context else None,
+            human=ratings,
+        ))
+    return out
+
+
+def load_spec_file(spec_path: Path) -> Any:
+    """Load a dataset from its YAML spec (see the module docstring)."""
+    from assay.datasets import Dataset, check_unique
+
+    if not spec_path.exists():
+        raise InputError("file not found", file=str(spec_path))
+    try:
+        raw = yaml.safe_load(spec_path.read_text(encoding="utf-8"))
+        spec = DatasetSpec.model_validate(raw)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        raise InputError(f"invalid YAML: {exc}", file=str(spec_path),
+                         record=f"line {mark.line + 1}" if mark else None) from exc
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        raise InputError(err["msg"], file=str(spec_path),
+                         field=".".join(str(p) for p in err["loc"])) from exc
+    data_path = (spec_path.parent / spec.file).resolve()
+    samples = load_records_mapped(data_path, spec.fields, spec.human)
+    check_unique(samples, str(data_path))
+    dims = tuple(spec.dimensions)
+    info = DatasetInfo(
+        name=spec.name, loader="generic", file=str(data_path), task=spec.task, input_name=spec.input_name,
+        output_name=spec.output_name, context_name=spec.context_name, dimensions=dims,
+        default_dimensions=tuple(d.name for d in dims), level=spec.level,
+        contrast_field=spec.contrast_field or dims[0].name, provenance=f"user data from {spec_path}",
+    )
+    digest = hashlib.sha256(data_path.read_bytes() + spec_path.read_bytes()).hexdigest()
+    return Dataset(info=info, samples=samples, sha256=digest, path=str(data_path))

@@ -1,0 +1,97 @@
+"""The asyncio executor: runs the (sample, dimension) units of a run, writing each judgment as it completes."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from assay.errors import FatalJudgeError, JudgeError
+from assay.judges.middleware import ManagedJudge
+from assay.methods.base import Method, RunContext
+from assay.store import RunStore
+from assay.types import Dimension, Judgment, Sample
+
+Unit = tuple[Sample, Dimension]
+
+
+def order_units(samples: list[Sample], dimensions: list[Dimension], done: set[tuple[str, str]]) -> list[Unit]:
+    """The units still to do, ordered so that consecutive prompts share the longest prefix.
+
+    Samples of the same source document are kept together (in file order), and all dimensions
+    of a sample follow each other, so the source and then the output are reused from a prefix
+    cache (the embedded judge's KV cache, or a server's prefix cache).
+    """
+    first_seen: dict[str, int] = {}
+    for i, s in enumerate(samples):
+        first_seen.setdefault(s.doc_id, i)
+    ordered = sorted(enumerate(samples), key=lambda p: (first_seen[p[1].doc_id], p[0]))
+    return [(s, d) for _, s in ordered for d in dimensions if (s.id, d.name) not in done]
+
+
+@dataclass
+class Progress:
+    """Counters the executor updates and a progress display reads."""
+
+    total: int
+    done: int = 0
+    failed: int = 0
+    unscored: int = 0
+    errors: list[str] = field(default_factory=list)
+
+
+async def execute(
+    method: Method,
+    units: list[Unit],
+    ctx: RunContext,
+    store: RunStore,
+    *,
+    concurrency: int,
+    on_update: Callable[[Progress], None] | None = None,
+) -> tuple[list[Judgment], Progress]:
+    """Run the units with ``concurrency`` workers, in order, storing each judgment once.
+
+    A unit whose judge calls fail after all retries is left undone (a re-run retries it) and
+    counted; a fatal judge error (bad key, unknown model) stops the run at once.
+    """
+    queue: asyncio.Queue[Unit] = asyncio.Queue()
+    for u in units:
+        queue.put_nowait(u)
+    progress = Progress(total=len(units))
+    results: list[Judgment] = []
+
+    async def worker() -> None:
+        while True:
+            try:
+                sample, dim = queue.get_nowait()
+            except asyncio.QueueEmpty:
+                return
+            try:
+                j = await method.score(sample, dim, ctx)
+            except FatalJudgeError:
+                raise
+            except JudgeError as exc:
+                progress.failed += 1
+                if len(progress.errors) < 5:
+                    progress.errors.append(f"{sample.id} / {dim.name}: {exc}")
+            else:
+                store.add_judgment(j)
+                results.append(j)
+                progress.done += 1
+                progress.unscored += j.score is None
+            if on_update:
+                on_update(progress)
+
+    workers = [asyncio.create_task(worker()) for _ in range(max(1, min(concurrency, len(units) or 1)))]
+    try:
+        await asyncio.gather(*workers)
+    finally:
+        for w in workers:
+            w.cancel()
+        await asyncio.gather(*workers, return_exceptions=True)
+    return results, progress
+
+
+def default_unit_concurrency(judge: ManagedJudge) -> int:
+    """Units in flight: enough to keep the judge's call slots busy when a unit makes several calls."""
+    return judge.concurrency if judge.concurrency == 1 else 2 * judge.concurrency

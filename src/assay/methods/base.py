@@ -1,0 +1,97 @@
+"""The protocol every evaluation method follows: options, prepare once, score each (sample, dimension)."""
+
+from __future__ import annotations
+
+import abc
+import hashlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from pydantic import BaseModel, ConfigDict
+
+from assay.datasets import Dataset
+from assay.judges.base import Response
+from assay.judges.middleware import ManagedJudge, usage_of
+from assay.types import Dimension, Judgment, Sample, Usage
+
+
+class MethodOptions(BaseModel):
+    """Base of every method's options: validated once, unknown keys rejected."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+@dataclass
+class RunContext:
+    """What a method sees of the run: the dataset, the dimensions, the judge, and a place for notes.
+
+    Attributes:
+        dataset: The dataset (its info gives task, dimension definitions and scales; its samples
+            are available for few-shot demonstrations).
+        dimensions: The dimensions being judged.
+        judge: The managed judge (cache, retries, accounting); call ``judge.generate(req, stage=...)``.
+        note: Records a fallback or warning in the run manifest and the run's output, e.g.
+            ``note("fallback", "judge gives no log-probabilities: sampling instead")``.
+        artifacts: Stores a prepared artifact's text in the run (name, text) and returns its hash.
+    """
+
+    dataset: Dataset
+    dimensions: list[Dimension]
+    judge: ManagedJudge
+    note: Callable[[str, str], None] = lambda kind, message: None
+    artifacts: Callable[[str, str], str] = field(default=lambda name, text: content_hash(text))
+
+
+class Method(abc.ABC):
+    """An evaluation method. Subclasses set ``name`` and ``Options`` and implement :meth:`score`.
+
+    The split follows "plan, execute, process": prompt builders and parsers are pure functions in
+    the method's module; :meth:`score` only sequences them around judge calls.
+    """
+
+    name: ClassVar[str]
+    Options: ClassVar[type[MethodOptions]] = MethodOptions
+
+    def __init__(self, options: MethodOptions | dict[str, Any] | None = None) -> None:
+        if options is None:
+            options = {}
+        self.options = options if isinstance(options, MethodOptions) else self.Options.model_validate(options)
+
+    def settings(self) -> dict[str, Any]:
+        """The method's settings as recorded in the run manifest (every option that changes a number)."""
+        return self.options.model_dump(mode="json")
+
+    async def prepare(self, ctx: RunContext) -> dict[str, Any]:
+        """Build or load artifacts once per run (steps, checklists, rubrics).
+
+        Returns:
+            What to record in the manifest about them (names, hashes, which judge wrote them).
+        """
+        return {}
+
+    @abc.abstractmethod
+    async def score(self, sample: Sample, dimension: Dimension, ctx: RunContext) -> Judgment:
+        """Judge one sample on one dimension; never raise for a bad answer, record it instead."""
+
+    def judgment(self, sample: Sample, dimension: Dimension, ctx: RunContext, *, score: float | None,
+                 trace: dict[str, Any], usage: dict[str, Usage], error: str | None = None) -> Judgment:
+        """A Judgment stamped with this method and the run's judge."""
+        return Judgment(sample_id=sample.id, dimension=dimension.name, method=self.name,
+                        judge=ctx.judge.identity.label, score=score, trace=trace, usage=usage, error=error)
+
+
+class StageUsage:
+    """Usage of one judgment, split by stage: add each response as it comes back."""
+
+    def __init__(self) -> None:
+        self.by_stage: dict[str, Usage] = {}
+
+    def add(self, stage: str, response: Response) -> Response:
+        self.by_stage.setdefault(stage, Usage()).add(usage_of(response))
+        return response
+
+
+def content_hash(text: str) -> str:
+    """A short, stable hash of an artifact's text."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]

@@ -1,0 +1,56 @@
+"""The holistic baseline: one prompt per (sample, dimension), the judge answers a number on the scale."""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from assay.datasets.catalog import DatasetInfo
+from assay.judges.base import Request
+from assay.methods.base import Method, MethodOptions, RunContext, StageUsage
+from assay.parsing import parse_rating
+from assay.prompts import sample_blocks
+from assay.types import Dimension, Judgment, Sample
+
+
+class DirectOptions(MethodOptions):
+    """Options of the direct method.
+
+    Attributes:
+        max_tokens: Room for the answer; the rating is read from the first line that has one.
+        temperature: Decoding temperature (0: greedy, the baseline's setting).
+    """
+
+    max_tokens: int = Field(default=8, ge=1)
+    temperature: float = Field(default=0.0, ge=0.0)
+
+
+def build_prompt(sample: Sample, dimension: Dimension, info: DatasetInfo) -> str:
+    """The direct-scoring prompt: task, the fenced texts, then the dimension and the answer format."""
+    name = dimension.name.replace("_", " ")
+    return (
+        f"You are rating a {info.output_name} written for a {info.input_name}.\n"
+        f"Task: {info.task}\n\n"
+        f"{sample_blocks(sample, info, labels=[name])}\n\n"
+        f"Rate the {info.output_name} above for {name} ({dimension.scale.label()}).\n"
+        f"{name.capitalize()}: {dimension.definition}\n"
+        f"Answer with one number from {dimension.scale.label().replace('-', ' to ')} and nothing else.\n"
+        f"{name.capitalize()}:"
+    )
+
+
+class Direct(Method):
+    """Holistic scalar judgment (the papers' baseline: G-Eval without CoT and without probabilities)."""
+
+    name = "direct"
+    Options = DirectOptions
+    options: DirectOptions
+
+    async def score(self, sample: Sample, dimension: Dimension, ctx: RunContext) -> Judgment:
+        prompt = build_prompt(sample, dimension, ctx.dataset.info)
+        usage = StageUsage()
+        req = Request.chat(prompt, temperature=self.options.temperature, max_tokens=self.options.max_tokens)
+        resp = usage.add("score", await ctx.judge.generate(req, stage="score"))
+        parsed = parse_rating(resp.text, dimension.scale, dimension.name.replace("_", " "))
+        trace = {"answer": resp.text, "parse_error": parsed.error}
+        return self.judgment(sample, dimension, ctx, score=parsed.value, trace=trace, usage=usage.by_stage,
+                             error=f"unparseable answer: {parsed.error}" if parsed.error else None)

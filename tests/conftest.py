@@ -1,0 +1,30 @@
+"""Shared fixtures: the embedded judge (loaded once per session) and small dataset slices."""
+
+from __future__ import annotations
+
+import pytest
+
+from assay.datasets import Dataset, load_dataset
+
+
+@pytest.fixture(scope="session")
+def smollm2():
+    """The embedded SmolLM2-135M judge, loaded once for the whole session."""
+    from assay.judges.llamacpp import LlamaCppJudge
+
+    return LlamaCppJudge("smollm2", n_threads=2)
+
+
+@pytest.fixture(scope="session")
+def topical_chat() -> Dataset:
+    return load_dataset("topical-chat")
+
+
+@pytest.fixture(scope="session")
+def summeval() -> Dataset:
+    return load_dataset("summeval")
+
+
+@pytest.fixture(scope="session")
+def qags_xsum() -> Dataset:
+    return load_dataset("qags-xsum")
