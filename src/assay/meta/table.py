@@ -82,3 +82,20 @@ def make_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
     for col in ("score", "human"):
         frame[col] = pd.to_numeric(frame[col], errors="coerce").astype(float)
     return frame
+
+
+def jsonable(obj: Any) -> Any:
+    """A result made safe for strict JSON: NaN and infinities become None, numpy scalars plain numbers."""
+    import math
+
+    import numpy as np
+
+    if isinstance(obj, dict):
+        return {str(k): jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [jsonable(v) for v in obj]
+    if isinstance(obj, np.generic):
+        obj = obj.item()
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    return obj
