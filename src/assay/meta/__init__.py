@@ -38,7 +38,7 @@ from assay.meta.evaluate import correlation_rows, meta_evaluate
 from assay.meta.human import human_agreement
 from assay.meta.inputs import FieldMap, load_scores, parse_mapping, read_run, table_from_records
 from assay.meta.quality_split import quality_split
-from assay.meta.significance import benjamini_hochberg, rank_sum, signed_rank, test_family
+from assay.meta.significance import benjamini_hochberg, rank_sum, signed_rank, adjust_family
 from assay.meta.stability import density, stability
 from assay.meta.table import ScoreTable
 
@@ -48,5 +48,5 @@ __all__ = [
     "fleiss_kappa", "group_agreement", "human_agreement", "icc", "kendall_tau", "krippendorff_alpha",
     "level_correlation", "load_groups", "load_scores", "meta_evaluate", "paired_bootstrap", "parse_mapping",
     "per_document", "quality_split", "rank_sum", "ratings_matrix", "read_run", "sample_level", "signed_rank",
-    "stability", "system_level", "table_from_records", "test_family",
+    "stability", "system_level", "table_from_records", "adjust_family",
 ]

@@ -162,8 +162,8 @@ def icc(ratings: Any) -> dict[str, float]:
         return out
     long = pd.DataFrame({"item": np.tile(np.arange(n_items), n_raters),
                          "rater": np.repeat(np.arange(n_raters), n_items), "score": arr.ravel()})
-    with warnings.catch_warnings():  # pingouin's F-based intervals divide by zero on perfect agreement
-        warnings.simplefilter("ignore", RuntimeWarning)
+    with warnings.catch_warnings():  # pingouin's intervals divide by zero on perfect agreement; its pandas
+        warnings.simplefilter("ignore")  # deprecation notices are not the user's concern
         table = pg.intraclass_corr(data=long, targets="item", raters="rater", ratings="score").set_index("Type")
     # pingouin >= 0.7 names them ICC(A,1)/ICC(A,k); older releases ICC2/ICC2k.
     one = "ICC(A,1)" if "ICC(A,1)" in table.index else "ICC2"

@@ -21,7 +21,7 @@ from assay.meta.bootstrap import paired_bootstrap
 from assay.meta.correlation import MEASURES, KendallVariant, Measure
 from assay.meta.evaluate import choose_level, correlation_rows
 from assay.meta.human import human_agreement
-from assay.meta.significance import rank_sum, signed_rank, test_family
+from assay.meta.significance import rank_sum, signed_rank, adjust_family
 from assay.meta.stability import density, stability
 from assay.meta.table import ScoreTable
 
@@ -101,7 +101,7 @@ def _significance(per_run: list[dict[str, Any]], measures: Sequence[Measure], al
             tests.append({**base, **rank_sum(list(va.values()), list(vb.values()))})
             if len(set(va) & set(vb)) >= 2:
                 tests.append({**base, **signed_rank(va, vb)})
-    return test_family(tests, alpha) if tests else []
+    return adjust_family(tests, alpha) if tests else []
 
 
 def _stability(per_run: list[dict[str, Any]], measures: Sequence[Measure], dims: list[str]) -> list[dict[str, Any]]:

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["benjamini_hochberg", "rank_sum", "signed_rank", "test_family"]
+__all__ = ["benjamini_hochberg", "rank_sum", "signed_rank", "adjust_family"]
 
 
 def _clean(values: Sequence[float | None]) -> np.ndarray:
@@ -77,7 +77,7 @@ def benjamini_hochberg(p_values: Sequence[float], alpha: float = 0.05) -> dict[s
     return {"adjusted": [float(v) for v in adjusted], "reject": [bool(v) for v in reject]}
 
 
-def test_family(tests: list[dict[str, Any]], alpha: float = 0.05) -> list[dict[str, Any]]:
+def adjust_family(tests: list[dict[str, Any]], alpha: float = 0.05) -> list[dict[str, Any]]:
     """Add ``p_adjusted`` and ``significant`` (BH over the whole list) to each test result."""
     bh = benjamini_hochberg([t["p_value"] for t in tests], alpha)
     return [{**t, "p_adjusted": adj, "significant": rej, "alpha": alpha}
