@@ -1,4 +1,4 @@
-"""``assay meta``, ``assay compare`` and ``assay report`` end to end: UniEval's published table, and real run directories."""
+"""``assay meta``, ``compare`` and ``report`` end to end: UniEval's published table and real run directories."""
 
 from __future__ import annotations
 
@@ -102,7 +102,7 @@ def test_compare_and_report_on_run_directories(runs, tmp_path):
     assert [r["judge"] for r in data["runs"]] == ["scripted:hash-a", "scripted:hash-b", "scripted:hash-c"]
     by_group = {(r["group"], r["dimension"]): r for r in data["agreement"]}
     assert by_group[("ab", "coherence")]["n_raters"] == 2 and by_group[("all", "coherence")]["n_raters"] == 3
-    stab = [r for r in data["stability"] if r["dimension"] == "average" and r["measure"] == "spearman"][0]
+    stab = next(r for r in data["stability"] if r["dimension"] == "average" and r["measure"] == "spearman")
     assert stab["n"] == 3
     assert "agreement among judges" in res.output and "stability" in res.output
     html = tmp_path / "report.html"

@@ -38,7 +38,7 @@ def test_mapping_pairs_and_csv(tmp_path):
     assert t.conventional_level() == "sample" and t.scales["relevance"] == (1, 5, True)
     with pytest.raises(InputError, match="KEY=FIELD"):
         parse_mapping(["score"])
-    with pytest.raises(InputError, match="only score.DIM"):
+    with pytest.raises(InputError, match=r"only score\.DIM"):
         parse_mapping(["doc_id.x=y"])
 
 

@@ -14,7 +14,7 @@ from assay.meta.compare import compare, fleiss_rule_for, rater_labels
 from assay.meta.correlation import level_correlation
 from assay.meta.human import annotator_matrix, human_agreement
 from assay.meta.quality_split import quality_split
-from assay.meta.significance import benjamini_hochberg, rank_sum, signed_rank, adjust_family
+from assay.meta.significance import adjust_family, benjamini_hochberg, rank_sum, signed_rank
 from assay.meta.stability import density, stability
 from assay.meta.table import ScoreTable, make_frame
 
@@ -148,7 +148,7 @@ def test_compare_methods_by_judges():
     assert groups[("checklist", "Large", "coherence")]["alpha_interval"] > groups[("likert", "Large",
                                                                                    "coherence")]["alpha_interval"]
     assert groups[("checklist", "Large", "coherence")]["n_raters"] == 3
-    rank = [t for t in res["significance"] if t["test"] == "rank-sum" and t["measure"] == "spearman"][0]
+    rank = next(t for t in res["significance"] if t["test"] == "rank-sum" and t["measure"] == "spearman")
     assert rank["p_value"] < 0.05 and rank["significant"]
     assert len(res["significance"]) == 4  # rank-sum and signed-rank x 2 measures, one BH family
     stab = {(r["method"], r["measure"]): r for r in res["stability"] if r["dimension"] == "average"}

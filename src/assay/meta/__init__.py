@@ -38,15 +38,45 @@ from assay.meta.evaluate import correlation_rows, meta_evaluate
 from assay.meta.human import human_agreement
 from assay.meta.inputs import FieldMap, load_scores, parse_mapping, read_run, table_from_records
 from assay.meta.quality_split import quality_split
-from assay.meta.significance import benjamini_hochberg, rank_sum, signed_rank, adjust_family
+from assay.meta.significance import adjust_family, benjamini_hochberg, rank_sum, signed_rank
 from assay.meta.stability import density, stability
 from assay.meta.table import ScoreTable
 
 __all__ = [
-    "MEASURES", "FieldMap", "ScoreTable", "agreement_row", "benjamini_hochberg", "bootstrap_intervals",
-    "categorize", "compare", "correlate", "correlation_rows", "coverage", "dataset_level", "density",
-    "fleiss_kappa", "group_agreement", "human_agreement", "icc", "kendall_tau", "krippendorff_alpha",
-    "level_correlation", "load_groups", "load_scores", "meta_evaluate", "paired_bootstrap", "parse_mapping",
-    "per_document", "quality_split", "rank_sum", "ratings_matrix", "read_run", "sample_level", "signed_rank",
-    "stability", "system_level", "table_from_records", "adjust_family",
+    "MEASURES",
+    "FieldMap",
+    "ScoreTable",
+    "adjust_family",
+    "agreement_row",
+    "benjamini_hochberg",
+    "bootstrap_intervals",
+    "categorize",
+    "compare",
+    "correlate",
+    "correlation_rows",
+    "coverage",
+    "dataset_level",
+    "density",
+    "fleiss_kappa",
+    "group_agreement",
+    "human_agreement",
+    "icc",
+    "kendall_tau",
+    "krippendorff_alpha",
+    "level_correlation",
+    "load_groups",
+    "load_scores",
+    "meta_evaluate",
+    "paired_bootstrap",
+    "parse_mapping",
+    "per_document",
+    "quality_split",
+    "rank_sum",
+    "ratings_matrix",
+    "read_run",
+    "sample_level",
+    "signed_rank",
+    "stability",
+    "system_level",
+    "table_from_records",
 ]

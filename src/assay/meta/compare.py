@@ -21,7 +21,7 @@ from assay.meta.bootstrap import paired_bootstrap
 from assay.meta.correlation import MEASURES, KendallVariant, Measure
 from assay.meta.evaluate import choose_level, correlation_rows
 from assay.meta.human import human_agreement
-from assay.meta.significance import rank_sum, signed_rank, adjust_family
+from assay.meta.significance import adjust_family, rank_sum, signed_rank
 from assay.meta.stability import density, stability
 from assay.meta.table import ScoreTable
 

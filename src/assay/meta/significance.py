@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["benjamini_hochberg", "rank_sum", "signed_rank", "adjust_family"]
+__all__ = ["adjust_family", "benjamini_hochberg", "rank_sum", "signed_rank"]
 
 
 def _clean(values: Sequence[float | None]) -> np.ndarray:

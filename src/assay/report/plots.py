@@ -1,4 +1,4 @@
-"""The report's figures as PNG bytes: score vs human scatter per dimension, and the stability density across judges/runs."""
+"""The report's figures as PNG bytes: score vs human scatter per dimension, stability density across judges."""
 
 from __future__ import annotations
 
