@@ -139,8 +139,10 @@ def test_compare_methods_by_judges():
     tables = [_table(f"{m}-{j}", m, j, noise, seed)
               for m, noise in (("checklist", 0.6), ("likert", 2.5))
               for seed, j in enumerate(["small:a", "small:b", "large:c", "large:d", "large:e"])]
-    res = compare(tables, groups={"Small": ["small:a", "small:b"], "Large": ["large:c", "large:d", "large:e"]},
+    res = compare(tables, groups={"Small": ["small:a", "small:b"], "Large": ["large:c", "large:d", "large:e"],
+                                  "Solo": ["large:e"]},
                   level="sample", measures=["spearman", "kendall"], bootstrap=100)
+    assert len(res["notes"]) == 2 and all("'Solo'" in n for n in res["notes"])  # one per method, never silent
     assert [r["label"] for r in res["runs"]][:2] == ["small:a", "small:b"]
     groups = {(r["method"], r["group"], r["dimension"]): r for r in res["agreement"]}
     assert set(groups) == {(m, g, d) for m in ("checklist", "likert") for g in ("Small", "Large")

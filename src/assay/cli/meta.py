@@ -120,6 +120,7 @@ def compare(
     json_path: JsonOpt = None,
 ) -> None:
     """Runs side by side: correlations, agreement per judge group, significance tests and stability."""
+    from assay.cli.main import out
     from assay.errors import ConfigError
     from assay.meta.compare import compare as run_compare
     from assay.meta.compare import load_groups
@@ -143,6 +144,8 @@ def compare(
     print_table(runs_table(res))
     if res["agreement"]:
         print_table(agreement_table(res["agreement"], "agreement among judges"))
+    for note in res["notes"]:
+        out.print(f"[yellow]note:[/] {note}")
     if res["human_agreement"]:
         print_table(agreement_table(res["human_agreement"], "human annotators' agreement (the ceiling)"))
     if res["significance"]:

@@ -62,30 +62,35 @@ def fleiss_rule_for(values: np.ndarray, scale: tuple[float, float, bool] | None,
     return {"bins": list(np.linspace(lo, hi, 6))} if hi > lo else {}
 
 
-def _group_members(groups: Mapping[str, Sequence[str]] | None, runs: list[tuple[str, ScoreTable]]) -> dict:
-    if not groups:
-        return {"all": [label for label, _ in runs]} if len(runs) > 1 else {}
+def _group_members(groups: Mapping[str, Sequence[str]] | None, runs: list[tuple[str, ScoreTable]],
+                   method: str | None, notes: list[str]) -> dict[str, list[str]]:
+    """The runs of one method in each group (matched by label, judge or run name); groups of fewer than two
+    runs have no agreement to measure and are named in ``notes``."""
+    wanted = groups or {"all": [label for label, _ in runs]}
     out = {}
-    for name, members in groups.items():
+    for name, members in wanted.items():
         picked = [label for label, t in runs if label in members or t.judge in members or t.name in members]
         if len(picked) >= 2:
             out[name] = picked
+        else:
+            notes.append(f"group {name!r}: {len(picked)} run(s) of method {method or '-'}; agreement needs two")
     return out
 
 
 def _agreement(tables: Sequence[ScoreTable], labels: list[str], dims: list[str],
-               groups: Mapping[str, Sequence[str]] | None, bins: Sequence[float] | None) -> list[dict[str, Any]]:
+               groups: Mapping[str, Sequence[str]] | None, bins: Sequence[float] | None,
+               notes: list[str]) -> list[dict[str, Any]]:
     rows = []
     for method in dict.fromkeys(t.method for t in tables):
         runs = [(lab, t) for lab, t in zip(labels, tables, strict=True) if t.method == method]
-        for gname, members in _group_members(groups, runs).items():
+        for gname, members in _group_members(groups, runs, method, notes).items():
             chosen = [t for lab, t in runs if lab in members]
             for dim in dims:
                 scores = {lab: dict(zip(t.dim(dim)["sample_id"], t.dim(dim)["score"], strict=True))
                           for lab, t in runs if lab in members}
                 mat, _, _ = ratings_matrix(scores, members)
                 rule = fleiss_rule_for(mat.ravel(), chosen[0].scales.get(dim), bins)
-                rows.append({"method": method, "group": gname, "judges": list(members), "dimension": dim,
+                rows.append({"method": method or "-", "group": gname, "judges": list(members), "dimension": dim,
                              **agreement_row(mat, **rule)})
     return rows
 
@@ -150,7 +155,7 @@ def compare(tables: Sequence[ScoreTable], *, groups: Mapping[str, Sequence[str]]
         fleiss_bins: Bin edges for Fleiss' kappa on continuous scores (default: see :func:`fleiss_rule_for`).
 
     Returns:
-        ``{"level", "level_reason", "dimensions", "runs", "agreement", "human_agreement",
+        ``{"level", "level_reason", "dimensions", "runs", "agreement", "notes", "human_agreement",
         "significance", "stability", "paired_bootstrap"}``.
     """
     if not tables:
@@ -171,10 +176,12 @@ def compare(tables: Sequence[ScoreTable], *, groups: Mapping[str, Sequence[str]]
     human = human_agreement(human_src.annotators, dims, scales=human_src.scales,
                             items=list(dict.fromkeys(human_src.frame["sample_id"]))) if human_src else []
     main = "spearman" if "spearman" in measures else measures[0]
+    notes: list[str] = []
+    agreement = _agreement(tables, labels, dims, groups, fleiss_bins, notes)
     return {
         "level": lvl, "level_reason": reason, "dimensions": dims, "measures": list(measures),
         "runs": [{k: v for k, v in r.items() if k not in ("dims", "average")} for r in per_run],
-        "agreement": _agreement(tables, labels, dims, groups, fleiss_bins),
+        "agreement": agreement, "notes": notes,
         "human_agreement": human,
         "significance": _significance(per_run, measures, alpha),
         "stability": _stability(per_run, measures, dims),

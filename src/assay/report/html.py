@@ -72,6 +72,8 @@ def _compare_section(result: dict[str, Any]) -> str:
     parts = ["<h2>comparison</h2>", render_table(runs_table(result))]
     if result["agreement"]:
         parts.append(render_table(agreement_table(result["agreement"], "agreement among judges")))
+    if result.get("notes"):
+        parts.append("<ul class='notes'>" + "".join(f"<li>{html.escape(n)}</li>" for n in result["notes"]) + "</ul>")
     if result["significance"]:
         parts.append(render_table(significance_table(result["significance"])))
     parts.append(render_table(stability_table(result["stability"])))
