@@ -13,6 +13,12 @@ from assay.meta.correlation import SYMBOLS
 
 Table = dict[str, Any]
 
+_LEVEL_TEXT = {
+    "sample": "sample-level (summary-level): per source document across systems, then averaged over documents",
+    "system": "system-level: mean score per system, correlated across systems",
+    "dataset": "dataset-level (turn-level): all items pooled",
+}
+
 __all__ = ["agreement_table", "correlation_table", "fmt", "paired_table", "quality_table", "runs_table",
            "significance_table", "stability_table"]
 
@@ -57,18 +63,18 @@ def correlation_table(result: dict[str, Any]) -> Table:
         rows.append(cells)
     t = result["table"]
     who = " / ".join(x for x in (t.get("method"), t.get("judge")) if x) or t["name"]
-    notes = [f"level: {result['level']}-level ({result['level_reason']}); Kendall tau-{result['kendall_variant']}; "
-             "correlations use items with both a score and a human rating"]
+    notes = [f"{_LEVEL_TEXT[result['level']]} ({result['level_reason']}); Kendall tau-{result['kendall_variant']}; "
+             "only items with both a score and a human rating enter a correlation"]
     if sample:
-        notes.append("sample-level: per source document across systems, then averaged; documents with constant "
-                     "scores or fewer than two rated outputs are skipped (count in brackets)")
+        notes.append("documents with constant scores or fewer than two rated outputs are skipped (count in brackets)")
     if result.get("bootstrap"):
         b = result["bootstrap"]
         notes.append(f"{int(b['ci'] * 100)}% percentile bootstrap intervals, {b['n_boot']} resamples of "
                      f"{b['n_units']} {b['unit']}s, seed {b['seed']}")
     for dim, reasons in (result.get("unscored_reasons") or {}).items():
         notes.append(f"unscored {dim}: " + "; ".join(f"{n}x {why}" for why, n in reasons))
-    return {"title": f"{who} on {t.get('dataset') or t['name']}", "columns": cols, "rows": rows, "notes": notes}
+    title = f"{who} on {t['dataset']}" if t.get("dataset") else who
+    return {"title": title, "columns": cols, "rows": rows, "notes": notes}
 
 
 def agreement_table(rows: list[dict[str, Any]], title: str = "agreement") -> Table:
