@@ -163,3 +163,13 @@ def test_rater_labels_fall_back_to_run_names_for_repeated_runs():
     tables = [_table("run1", "geval", "j:x", 1, 0), _table("run2", "geval", "j:x", 1, 1),
               _table("run3", "geval", "j:y", 1, 2)]
     assert rater_labels(tables) == ["run1", "run2", "j:y"]
+
+
+def test_bootstrap_counts_resamples_without_a_correlation():
+    # one item carries all the variance: resamples that miss it have constant scores
+    rows = [{"sample_id": f"i{i}", "doc_id": f"i{i}", "system_id": "s", "dimension": "d",
+             "score": 3.0 if i == 0 else 1.0, "human": float(1 + i % 3)} for i in range(10)]
+    res = bootstrap_intervals({"d": make_frame(rows)}, "dataset", ["pearson"], n_boot=200, seed=0)
+    # P(item 0 never drawn in 10 draws) = 0.9^10 = 0.35
+    assert 40 < res["undefined"]["d"]["pearson"] < 100
+    assert res["intervals"]["d"]["pearson"] is not None

@@ -121,19 +121,24 @@ def bootstrap_intervals(frames: Mapping[str, pd.DataFrame], level: str, measures
         ci: Coverage of the interval.
 
     Returns:
-        ``{"n_boot", "seed", "ci", "unit", "intervals": {dimension | "average": {measure: [lo, hi] | None}}}``.
+        ``{"n_boot", "seed", "ci", "unit", "n_units", "intervals": {dimension | "average": {measure: [lo, hi] |
+        None}}, "undefined": {name: {measure: count}}}``; a resample where the correlation is undefined
+        (e.g. constant scores) is left out of the interval and counted in ``undefined``.
     """
     level = normalise_level(level)
     units = _units(frames, level)
     idx = resample_indices(len(units), n_boot, seed)
     names = [*frames, "average"]
     intervals: dict[str, dict[str, list[float] | None]] = {n: {} for n in names}
+    undefined: dict[str, dict[str, int]] = {}
     for m in measures:
         mat = _stat_matrix(frames, level, m, variant, units, idx)
         for j, n in enumerate(names):
             intervals[n][m] = _interval(mat[:, j], ci)
+            if (k := int(np.isnan(mat[:, j]).sum())) and k < n_boot:
+                undefined.setdefault(n, {})[m] = k
     return {"n_boot": n_boot, "seed": seed, "ci": ci, "unit": "document" if level == "sample" else "item",
-            "n_units": len(units), "intervals": intervals}
+            "n_units": len(units), "intervals": intervals, "undefined": undefined}
 
 
 def _common(a: pd.DataFrame, b: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:

@@ -113,5 +113,5 @@ def meta_evaluate(source: str | Path | ScoreTable, *, level: str | None = None,
         if table.annotators else [],
         "quality_split": quality_split(table, lvl, measures, dimensions=dims, thresholds=thresholds,
                                        variant=variant) if split else None,
-        "unscored_reasons": {d: error_kinds(table.errors, d) for d in dims if error_kinds(table.errors, d)},
+        "unscored_reasons": {d: kinds for d in dims if (kinds := error_kinds(table.errors, d))},
     }

@@ -26,7 +26,8 @@ def run_summary(run_dir: str | Path) -> dict[str, Any]:
     measures = _LEVEL_MEASURES[level]
     dims = table.dimensions()
     rows = []
-    skipped = []
+    skipped: list[str] = []
+    partial = ""
     for r in correlation_rows(table, level, measures, dims):
         # no mean score on the average row: dimensions may have different scales
         mean = float("nan") if r["dimension"] == "average" else table.dim(r["dimension"])["score"].mean()
@@ -34,11 +35,15 @@ def run_summary(run_dir: str | Path) -> dict[str, Any]:
                      *[None if r[m] != r[m] else r[m] for m in measures]])
         if r["dimension"] != "average" and r.get("skipped"):
             skipped.append(f"{r['dimension']} {r['skipped']}")
+        if r["dimension"] == "average" and r.get("dimensions_averaged", len(dims)) < len(dims):
+            partial = f"the average row's correlations cover {r['dimensions_averaged']} of {len(dims)} dimensions"
     note = f"{level}-level correlations ({reason})"
     if level == "sample":
         note += "; per document across systems, then averaged"
         if skipped:
             note += f"; documents skipped for constant scores: {', '.join(skipped)}"
+    if partial:
+        note += f"; {partial} (the others have none: constant scores or too few scored items)"
     note += "; `assay meta RUN_DIR --bootstrap 1000` adds intervals and agreement"
     return {"columns": ["dimension", "judged", "coverage", "mean score", *measures], "rows": rows,
             "level_note": note}

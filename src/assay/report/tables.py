@@ -67,10 +67,16 @@ def correlation_table(result: dict[str, Any]) -> Table:
              "only items with both a score and a human rating enter a correlation"]
     if sample:
         notes.append("documents with constant scores or fewer than two rated outputs are skipped (count in brackets)")
+    if any(isinstance(r[m], float) and math.isnan(r[m]) for r in result["rows"] for m in measures):
+        notes.append("- : no correlation (constant predicted or human scores, or fewer than two scored items)")
     if result.get("bootstrap"):
         b = result["bootstrap"]
         notes.append(f"{int(b['ci'] * 100)}% percentile bootstrap intervals, {b['n_boot']} resamples of "
                      f"{b['n_units']} {b['unit']}s, seed {b['seed']}")
+        for name, counts in (b.get("undefined") or {}).items():
+            parts = "; ".join(f"{n} for {SYMBOLS[m]}" for m, n in counts.items())
+            notes.append(f"{name}: resamples with no correlation (constant scores) left out of the interval: {parts}"
+                         f" (of {b['n_boot']})")
     for dim, reasons in (result.get("unscored_reasons") or {}).items():
         notes.append(f"unscored {dim}: " + "; ".join(f"{n}x {why}" for why, n in reasons))
     title = f"{who} on {t['dataset']}" if t.get("dataset") else who
