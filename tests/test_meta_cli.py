@@ -110,3 +110,17 @@ def test_compare_and_report_on_run_directories(runs, tmp_path):
     page = html.read_text()
     assert page.count("data:image/png;base64,") == 4  # a scatter per run plus the stability density
     assert "agreement among judges" in page and "human annotators" in page
+
+
+@pytest.mark.parametrize("args", [["--level", "corpus"], ["--kendall", "z"], ["--measure", "cosine"],
+                                  ["--dimension", "nope"]])
+def test_meta_rejects_bad_options_with_a_message(args, capsys, monkeypatch):
+    import sys
+
+    from assay.cli.main import main
+
+    monkeypatch.setattr(sys, "argv", ["assay", "meta", str(UNIEVAL), *args])
+    with pytest.raises(SystemExit) as exc:
+        main()
+    assert exc.value.code == 1
+    assert "error:" in capsys.readouterr().err

@@ -45,6 +45,20 @@ def _measures(measure: list[str] | None) -> list[str]:
     return chosen
 
 
+def _check(level: str | None, kendall: str) -> None:
+    """Reject a bad level or Kendall variant before any file is read."""
+    from assay.errors import ConfigError
+    from assay.meta.table import normalise_level
+
+    if kendall not in ("a", "b", "c"):
+        raise ConfigError(f"--kendall {kendall!r}: choose a, b or c")
+    if level:
+        try:
+            normalise_level(level)
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from None
+
+
 def _thresholds(pairs: list[str] | None) -> dict[str, float]:
     from assay.errors import ConfigError
 
@@ -89,6 +103,7 @@ def meta(
     from assay.meta.inputs import parse_mapping
     from assay.report.tables import agreement_table, correlation_table, quality_table
 
+    _check(level, kendall)
     fmap = parse_mapping(mapping) if mapping else None
     results = []
     for src in sources:
@@ -133,6 +148,7 @@ def compare(
         stability_table,
     )
 
+    _check(level, kendall)
     try:
         edges = [float(x) for x in bins.split(",")] if bins else None
     except ValueError:
