@@ -108,9 +108,7 @@ async def evaluate_async(
     store = RunStore(run_path)
     managed = ManagedJudge(bare, cache=store, concurrency=concurrency, retry=retry, prices=prices)
     try:
-        detect = getattr(bare, "detect_logprobs", None)
-        if detect is not None:
-            await detect()
+        await _detect_capabilities(bare, store)
         notes: list[tuple[str, str]] = []
 
         def note(kind: str, message: str) -> None:
@@ -157,3 +155,15 @@ async def evaluate_async(
     finally:
         await managed.aclose()
         store.close()
+
+
+async def _detect_capabilities(judge: Judge, store: RunStore) -> None:
+    """Ask the judge once whether it gives log-probabilities; a resumed run reuses the recorded answer."""
+    detect = getattr(judge, "detect_logprobs", None)
+    if detect is None:
+        return
+    old = store.manifest()
+    known = None
+    if old is not None and old.get("judge") == judge.identity.model_dump(mode="json") and "judge_logprobs" in old:
+        known = bool(old["judge_logprobs"])
+    await detect(known)

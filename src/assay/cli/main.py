@@ -23,7 +23,8 @@ out = Console()
 
 JudgeOpt = Annotated[str, typer.Option("--judge", "-j", envvar="ASSAY_JUDGE",
                                        help="Judge spec: llamacpp:smollm2, openai:MODEL, openai:MODEL@URL, replay:RUN")]
-JudgeOpts = Annotated[list[str] | None, typer.Option("--judge-opt", help="Backend option KEY=VALUE (n_threads=2, timeout=60)")]
+JudgeOpts = Annotated[list[str] | None,
+                      typer.Option("--judge-opt", help="Backend option KEY=VALUE (n_threads=2, timeout=60)")]
 
 
 def judge_options(pairs: list[str] | None) -> dict[str, Any]:
@@ -54,9 +55,12 @@ def _convert(value: str) -> Any:
 @app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
 def run(
     ctx: typer.Context,
-    method: Annotated[str, typer.Option("--method", "-m", help="direct, geval, checkeval, seal, gereval")] = "direct",
-    dataset: Annotated[str, typer.Option("--dataset", "-d", help="Name, NAME:PATH, or a dataset spec .yaml")] = "topical-chat",
-    dimension: Annotated[list[str] | None, typer.Option("--dimension", help="Repeatable; default: the dataset's")] = None,
+    method: Annotated[str, typer.Option("--method", "-m", help="direct, geval, checkeval, seal, gereval")]
+    = "direct",
+    dataset: Annotated[str, typer.Option("--dataset", "-d", help="Name, NAME:PATH, or a dataset spec .yaml")]
+    = "topical-chat",
+    dimension: Annotated[list[str] | None, typer.Option("--dimension", help="Repeatable; default: the dataset's")]
+    = None,
     judge: JudgeOpt = "llamacpp:smollm2",
     judge_opt: JudgeOpts = None,
     limit: Annotated[int | None, typer.Option(help="Judge only the first N samples")] = None,
@@ -194,7 +198,7 @@ def judges(spec: Annotated[str, typer.Argument(help="Judge spec to check")] = "l
 
 
 @app.command()
-def export(run_dir: Path, format: Annotated[str, typer.Option("--format", "-f")] = "jsonl",  # noqa: A002
+def export(run_dir: Path, format: Annotated[str, typer.Option("--format", "-f")] = "jsonl",
            output: Annotated[Path | None, typer.Option("--output", "-o")] = None) -> None:
     """Export a run's judgments as JSONL, CSV or Parquet."""
     from assay.store import RunStore

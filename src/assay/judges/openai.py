@@ -61,8 +61,14 @@ class OpenAIJudge(Judge):
         self.supports_logprobs = bool(logprobs) if logprobs is not None else True
         self._probed = logprobs is not None
 
-    async def detect_logprobs(self) -> bool:
-        """Ask the endpoint once whether it returns log-probabilities; remember the answer."""
+    async def detect_logprobs(self, known: bool | None = None) -> bool:
+        """Ask the endpoint once whether it returns log-probabilities; remember the answer.
+
+        Args:
+            known: An answer recorded earlier (a resumed run), adopted without a call.
+        """
+        if known is not None and not self._probed:
+            self.supports_logprobs, self._probed = known, True
         if not self._probed:
             req = Request.chat("Say ok.", max_tokens=1, top_logprobs=2)
             try:
