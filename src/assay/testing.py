@@ -20,6 +20,11 @@ from pathlib import Path
 from typing import Any
 
 
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    request_queue_size = 256  # many concurrent clients connect at once
+
+
 @dataclass
 class Behaviour:
     """How to answer one request.
@@ -47,6 +52,7 @@ class FakeOpenAIServer:
     log_path: Path | None = None
     script: deque[Behaviour] = field(default_factory=deque)
     requests: list[dict[str, Any]] = field(default_factory=list)
+    port: int = 0
 
     def __post_init__(self) -> None:
         self._lock = threading.Lock()
@@ -98,8 +104,7 @@ class FakeOpenAIServer:
                 self.end_headers()
                 self.wfile.write(data)
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._server.daemon_threads = True
+        self._server = _Server(("127.0.0.1", self.port), Handler)
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
 
     @property
@@ -136,3 +141,16 @@ def completion(body: dict[str, Any], text: str) -> dict[str, Any]:
                      "finish_reason": "stop", "logprobs": logprobs} for i in range(n)],
         "usage": {"prompt_tokens": 10, "completion_tokens": n, "total_tokens": 10 + n},
     }
+
+
+def serve_forever(delay_s: float, port: int) -> None:
+    """Run a fake server in the foreground (``python -m assay.testing DELAY PORT``), for benchmarks."""
+    srv = FakeOpenAIServer(default=Behaviour(delay_s=delay_s), port=port)
+    print(f"listening on {srv.url}", flush=True)
+    srv._server.serve_forever()
+
+
+if __name__ == "__main__":
+    import sys
+
+    serve_forever(float(sys.argv[1]), int(sys.argv[2]))
