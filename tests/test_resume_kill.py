@@ -66,3 +66,23 @@ def test_sigkill_then_resume(tmp_path):
     assert not completed & set(resumed_prompts), "the resumed run paid again for a completed call"
     assert len(resumed_prompts) == len(set(resumed_prompts))
     assert "resuming" in second.stderr
+
+
+def test_ctrl_c_stops_cleanly_and_resumes(tmp_path):
+    run_dir = tmp_path / "run"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI")}
+    with FakeOpenAIServer(default=Behaviour(delay_s=0.05, text="2")) as server:
+        proc = subprocess.Popen(run_cmd(server.url, run_dir), env=env, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+        deadline = time.time() + 60
+        while judgments_so_far(run_dir) < 10 and time.time() < deadline:
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+        assert proc.returncode == 130, err
+        assert "re-run the same command to resume" in err and "Traceback" not in err
+        stopped_at = judgments_so_far(run_dir)
+        assert stopped_at < 2 * LIMIT
+        done = subprocess.run(run_cmd(server.url, run_dir), env=env, capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+    assert judgments_so_far(run_dir) == 2 * LIMIT

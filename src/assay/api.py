@@ -139,13 +139,15 @@ async def evaluate_async(
         units = order_units(dataset.samples, dims, store.done_units())
         if on_start:
             on_start(len(units), len(dataset.samples) * len(dims) - len(units))
-        _, progress = await execute(
-            meth, units, ctx, store, concurrency=default_unit_concurrency(managed),
-            on_update=(lambda p: on_update(p, managed)) if on_update else None)
-        sessions = store.get_meta("usage_sessions") or []
-        sessions.append({k: v.model_dump() for k, v in managed.ledger.by_stage.items()}
-                        | {"_retries": managed.ledger.retries, "_failures": managed.ledger.failures})
-        store.set_meta("usage_sessions", sessions)
+        try:
+            _, progress = await execute(
+                meth, units, ctx, store, concurrency=default_unit_concurrency(managed),
+                on_update=(lambda p: on_update(p, managed)) if on_update else None)
+        finally:  # usage is kept even when the run is interrupted
+            sessions = store.get_meta("usage_sessions") or []
+            sessions.append({k: v.model_dump() for k, v in managed.ledger.by_stage.items()}
+                            | {"_retries": managed.ledger.retries, "_failures": managed.ledger.failures})
+            store.set_meta("usage_sessions", sessions)
         manifest = store.manifest() or manifest
         manifest["notes"] = store.notes()
         store.set_meta("manifest", manifest)

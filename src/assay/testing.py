@@ -24,6 +24,10 @@ class _Server(ThreadingHTTPServer):
     daemon_threads = True
     request_queue_size = 256  # many concurrent clients connect at once
 
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that went away (killed on purpose in tests) is not an error worth printing."""
+        return
+
 
 @dataclass
 class Behaviour:

@@ -228,13 +228,12 @@ _register_subcommands()
 def main() -> None:
     """Entry point: user errors print as one clear message, not a traceback."""
     try:
-        app(standalone_mode=False)
+        code = app(standalone_mode=False)  # typer returns 130 for Ctrl-C and the code of typer.Exit
     except AssayError as exc:
         console.print(f"[red]error:[/] {exc}")
         sys.exit(1)
     except (KeyboardInterrupt, click.exceptions.Abort):
-        console.print("[yellow]interrupted[/]: finished judgments are stored; re-run the same command to resume.")
-        sys.exit(130)
+        code = 130
     except (typer.Exit, SystemExit) as exc:
         code = getattr(exc, "exit_code", getattr(exc, "code", 0))
         sys.exit(code)
@@ -243,3 +242,7 @@ def main() -> None:
             exc.show()
             sys.exit(exc.exit_code)
         raise
+    if code == 130:
+        console.print("[yellow]interrupted[/]: finished judgments are stored; re-run the same command to resume.")
+    if isinstance(code, int) and code:
+        sys.exit(code)
