@@ -135,3 +135,20 @@ def test_unparseable_answer_is_recorded_not_zero(tmp_path, topical_chat):
     (j,) = result.judgments
     assert j.score is None and "no rating found" in j.error
     assert j.trace["answer"] == "I cannot decide."
+
+
+async def test_cost_and_stage_accounting(tmp_path):
+    from assay.judges.middleware import PriceTable
+
+    prices = PriceTable(prompt_per_m={"scripted": 2.0}, completion_per_m={"scripted": 10.0})
+    inner = ScriptedJudge(lambda req: "one two three")
+    inner.identity = inner.identity.model_copy(update={"model": "scripted"})
+    judge = ManagedJudge(inner, cache=RunStore(tmp_path), prices=prices)
+    await judge.generate(Request.chat("a b c d"), stage="steps")
+    await judge.generate(Request.chat("e f"), stage="score")
+    await judge.generate(Request.chat("e f"), stage="score")  # cached: free
+    steps, score = judge.ledger.by_stage["steps"], judge.ledger.by_stage["score"]
+    assert steps.prompt_tokens == 4 and steps.completion_tokens == 3
+    assert steps.cost_usd == pytest.approx((4 * 2.0 + 3 * 10.0) / 1e6)
+    assert score.calls == 1 and score.cached_calls == 1
+    assert judge.ledger.total().cost_usd == pytest.approx((6 * 2.0 + 6 * 10.0) / 1e6)

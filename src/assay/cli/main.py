@@ -132,6 +132,12 @@ def _print_run(result: Any) -> None:
     toks = sum(u.prompt_tokens for u in usage.values()), sum(u.completion_tokens for u in usage.values())
     out.print(f"calls {total_calls} (+{cached} from cache), tokens {toks[0]} prompt / {toks[1]} completion; "
               f"run stored in {result.run_dir}")
+    if len(usage) > 1:
+        out.print("by stage: " + "; ".join(
+            f"{stage} {u.calls} calls, {u.prompt_tokens}/{u.completion_tokens} tok, {u.latency_s:.1f} s"
+            + (f", ${u.cost_usd:.4f}" if u.cost_usd else "") for stage, u in usage.items()))
+    elif any(u.cost_usd for u in usage.values()):
+        out.print(f"cost ${sum(u.cost_usd for u in usage.values()):.4f}")
     for n in result.notes:
         out.print(f"[yellow]note ({n['kind']}, x{n['count']}):[/] {n['message']}")
     if result.progress.failed:
