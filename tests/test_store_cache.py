@@ -152,3 +152,17 @@ async def test_cost_and_stage_accounting(tmp_path):
     assert steps.cost_usd == pytest.approx((4 * 2.0 + 3 * 10.0) / 1e6)
     assert score.calls == 1 and score.cached_calls == 1
     assert judge.ledger.total().cost_usd == pytest.approx((6 * 2.0 + 6 * 10.0) / 1e6)
+
+
+def test_evaluate_plain_samples(tmp_path):
+    from assay.types import Dimension, Sample, Scale
+
+    samples = [Sample(id=f"s{i}", doc_id="d", output=f"text {i}", source="src", human={"clarity": i})
+               for i in range(1, 4)]
+    dim = Dimension(name="clarity", definition="Easy to read.", scale=Scale(low=1, high=5))
+    judge = ScriptedJudge(lambda req: "Clarity: 4")
+    result = assay.evaluate(samples, dimensions=[dim], judge=judge, run_dir=tmp_path)
+    assert [j.score for j in result.judgments] == [4.0, 4.0, 4.0]
+    assert result.manifest["dataset"]["name"] == "custom"
+    with pytest.raises(ConfigError, match="need their Dimension objects"):
+        assay.evaluate(samples, dimensions=["clarity"], judge=judge, run_dir=tmp_path / "x")
