@@ -201,7 +201,8 @@ def parse_steps(text: str, *, truncated: bool = False) -> tuple[list[str], str |
 
     Numbered lines (``1.``, ``2)``, ``Step 3:``) start steps, unnumbered lines continue the
     current one; without numbers, bulleted lines are the steps. Reading stops at a line that
-    starts another section of the form. A last step cut off by the token limit is dropped.
+    starts another section of the form. A last step cut off by the token limit is dropped, and
+    so are verbatim repeats (a weak judge loops); the raw answer is kept in the steps file.
 
     Returns:
         The steps (at most ``MAX_STEPS``) and None, or an empty list and the reason.
@@ -222,7 +223,8 @@ def parse_steps(text: str, *, truncated: bool = False) -> tuple[list[str], str |
             steps[-1] = f"{steps[-1]} {line.strip()}"
     if truncated and len(steps) > 1:
         steps = steps[:-1]
-    steps = [" ".join(s.split()) for s in steps if s.strip()][:MAX_STEPS]
+    cleaned = [" ".join(s.split()) for s in steps if s.strip()]
+    steps = [s for i, s in enumerate(cleaned) if s not in cleaned[:i]][:MAX_STEPS]
     if not steps:
         return [], "no numbered or bulleted steps in the answer"
     return steps, None
@@ -350,7 +352,7 @@ def read_answer(response: Any, mode: Mode, dimension: Dimension) -> tuple[Estima
     scale, label = dimension.scale, dimension.name.replace("_", " ")
     if mode == "logprobs":
         choice = response.choices[0]
-        est = logprob_estimate(choice.logprobs, scale)
+        est = logprob_estimate(choice.logprobs, scale, form_label(dimension))
         return est, {"answer": choice.text, **est.details}
     if mode == "sampling":
         parsed = [parse_rating(c.text, scale, label) for c in response.choices]

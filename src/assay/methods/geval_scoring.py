@@ -11,6 +11,7 @@ parsed ratings), so it is tested against hand-computed cases without any model.
 from __future__ import annotations
 
 import math
+import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -50,15 +51,48 @@ def is_rating_piece(token: str, scale: Scale) -> bool:
     return s.isdigit() and s.isascii() and any(v.startswith(s) for v in rating_strings(scale))
 
 
-def find_score_position(positions: Sequence[TokenLogprobs], scale: Scale) -> int | None:
-    """Index of the first generated position whose token is a rating piece, or None.
+def _offsets(positions: Sequence[TokenLogprobs]) -> tuple[str, list[int]]:
+    """The generated text and the character offset where each token starts."""
+    offsets, n = [], 0
+    for pos in positions:
+        offsets.append(n)
+        n += len(pos.token)
+    return "".join(p.token for p in positions), offsets
 
-    The form ends with ``- Coherence:``, so the first rating the judge writes is its answer;
-    tokens before it (a space, a repeated label, markup) are skipped.
+
+def _list_marker(positions: Sequence[TokenLogprobs], i: int, text: str, offsets: list[int]) -> bool:
+    """Whether the digits at ``i`` number a list item (``1. Read the...``) rather than rate.
+
+    True when they open a line, are followed by ``.`` or ``)`` and then by more text on the
+    same line; a bare ``3.`` at the end of a line or of the answer is still a rating.
     """
-    for i, pos in enumerate(positions):
-        if is_rating_piece(pos.token, scale):
-            return i
+    line_start = text[:offsets[i]].rsplit("\n", 1)[-1]
+    if line_start.strip() or i + 2 >= len(positions):
+        return False
+    after, rest = positions[i + 1].token, positions[i + 2].token
+    return after.strip() in (".", ")") and "\n" not in after and bool(rest.strip()) and not rest.startswith("\n")
+
+
+def find_score_position(positions: Sequence[TokenLogprobs], scale: Scale, label: str | None = None) -> int | None:
+    """Index of the generated position where the judge writes its rating, or None.
+
+    The form ends with ``- Coherence:``, so the first rating piece the judge writes is its
+    answer; tokens before it (a space, markup) are skipped. Two refinements keep a weak
+    judge's echo of the prompt from being read as its rating: when the answer restates the
+    form's label (``Coherence:``), the first rating piece after it counts; and list numbers
+    (``1. Read the article``) are skipped.
+    """
+    text, offsets = _offsets(positions)
+    starts = [0]
+    if label:
+        m = re.search(rf"{re.escape(label)}\s*\**\s*(?:\([^)]*\))?\s*:", text, re.IGNORECASE)
+        if m:
+            starts.insert(0, m.end())
+    for start in starts:
+        for i, pos in enumerate(positions):
+            if offsets[i] >= start and is_rating_piece(pos.token, scale) and not _list_marker(
+                    positions, i, text, offsets):
+                return i
     return None
 
 
@@ -144,7 +178,7 @@ def weighted_score(distribution: dict[int, float]) -> float:
     return sum(p * s for s, p in distribution.items())
 
 
-def logprob_estimate(positions: Sequence[TokenLogprobs] | None, scale: Scale) -> Estimate:
+def logprob_estimate(positions: Sequence[TokenLogprobs] | None, scale: Scale, label: str | None = None) -> Estimate:
     """G-Eval's score from one answer's top-k log-probabilities.
 
     Returns an Estimate without a score (never a zero) when the answer has no log-probabilities,
@@ -152,7 +186,7 @@ def logprob_estimate(positions: Sequence[TokenLogprobs] | None, scale: Scale) ->
     """
     if not positions:
         return Estimate(None, error="the judge returned no log-probabilities")
-    index = find_score_position(positions, scale)
+    index = find_score_position(positions, scale, label)
     if index is None:
         return Estimate(None, error=f"no rating token on the {scale.label()} scale in the judge's answer",
                         details={"generated_tokens": [p.token for p in positions]})
