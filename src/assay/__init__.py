@@ -11,12 +11,12 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
-from assay.api import RunResult, evaluate, evaluate_async  # noqa: E402
-from assay.datasets import Dataset, list_datasets, load_dataset  # noqa: E402
-from assay.judges import load_judge  # noqa: E402
-from assay.methods import get_method, method_names  # noqa: E402
-from assay.store import RunStore  # noqa: E402
-from assay.types import Dimension, Judgment, Sample, Scale, Usage  # noqa: E402
+from assay.api import RunResult, evaluate, evaluate_async
+from assay.datasets import Dataset, list_datasets, load_dataset
+from assay.judges import load_judge
+from assay.methods import get_method, method_names
+from assay.store import RunStore
+from assay.types import Dimension, Judgment, Sample, Scale, Usage
 
 __all__ = [
     "Dataset", "Dimension", "Judgment", "RunResult", "RunStore", "Sample", "Scale", "Usage", "__version__",
