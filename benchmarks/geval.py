@@ -8,10 +8,10 @@ One command::
 Runs G-Eval with SmolLM2-135M (``llamacpp:smollm2``) in ``logprobs`` and ``sampling`` (n=20)
 mode on Topical-Chat (first 20 dialogue contexts: turn-level Pearson and Spearman, pooled) and
 SummEval (first 10 articles: sample-level Spearman and Kendall, per article then averaged),
-and prints per dimension and mode the correlations with the human ratings, calls, prompt and
-completion tokens, and judge time. The evaluation steps are generated once per dataset (in the
-first mode's run) and reused by the other mode through a steps file, so both modes judge with
-the same steps.
+and prints per dimension and mode the correlations with the human ratings (computed with
+:mod:`assay.meta.correlation`), calls, prompt and completion tokens, and judge time. The
+evaluation steps are generated once per dataset (in the first mode's run) and reused by the
+other mode through a steps file, so both modes judge with the same steps.
 
 Then, on a small SummEval slice, it scores the same units in three orders with one embedded
 judge and prints the prompt tokens the llama.cpp KV cache reused and evaluated: a shuffled
@@ -19,27 +19,26 @@ order, the executor's default sample-major order, and G-Eval's dimension-major o
 
 Run directories are kept under ``--work`` (default ``benchmarks/runs/geval``); re-running the
 command resumes them instead of calling the judge again (the timing columns then show the
-cached run, so delete the directory for fresh timings).
+cached run, except the judge-time column, which sums the stored per-call latencies).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import math
 import random
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
-import numpy as np
+import pandas as pd
 import yaml
-from scipy import stats
 
 import assay
 from assay.executor import order_units
 from assay.judges import ManagedJudge
+from assay.meta.correlation import dataset_level, sample_level
 from assay.methods.base import RunContext
 from assay.methods.geval import GEval, steps_document
 from assay.store import RunStore
@@ -48,37 +47,20 @@ TC_DIMS = ["naturalness", "coherence", "engagingness", "groundedness"]
 SE_DIMS = ["coherence", "consistency", "fluency", "relevance"]
 
 
-def _corr(fn: Any, x: list[float], y: list[float]) -> float:
-    if len(x) < 3 or len(set(x)) < 2 or len(set(y)) < 2:
-        return math.nan
-    return float(fn(x, y)[0])
-
-
-def turn_level(rows: list[dict[str, Any]]) -> dict[str, float]:
+def turn_level(frame: pd.DataFrame) -> dict[str, float]:
     """Pooled Pearson and Spearman over all scored outputs (Topical-Chat's level in G-Eval's Table 2)."""
-    pairs = [(r["score"], r["human"]) for r in rows if r["score"] is not None and r["human"] is not None]
-    x, y = [p[0] for p in pairs], [p[1] for p in pairs]
-    return {"pearson": _corr(stats.pearsonr, x, y), "spearman": _corr(stats.spearmanr, x, y)}
+    return {m: dataset_level(frame, m)["value"] for m in ("pearson", "spearman")}
 
 
-def sample_level(rows: list[dict[str, Any]]) -> dict[str, float]:
+def per_article(frame: pd.DataFrame) -> dict[str, Any]:
     """Spearman and Kendall per source article, averaged over articles (G-Eval's Table 1).
 
     Articles where the judge's scores (or the humans') are all equal have no correlation and
     are left out of the average; how many counted is reported.
     """
-    by_doc: dict[str, list[tuple[float, float]]] = {}
-    for r in rows:
-        if r["score"] is not None and r["human"] is not None:
-            by_doc.setdefault(r["doc_id"], []).append((r["score"], r["human"]))
-    rho, tau = [], []
-    for pairs in by_doc.values():
-        x, y = [p[0] for p in pairs], [p[1] for p in pairs]
-        rho.append(_corr(stats.spearmanr, x, y))
-        tau.append(_corr(stats.kendalltau, x, y))
-    ok = [v for v in rho if not math.isnan(v)]
-    return {"spearman": float(np.nanmean(rho)) if ok else math.nan,
-            "kendall": float(np.nanmean(tau)) if ok else math.nan, "docs": len(ok), "of_docs": len(by_doc)}
+    rho, tau = sample_level(frame, "spearman"), sample_level(frame, "kendall")
+    return {"spearman": rho["value"], "kendall": tau["value"], "docs": rho["n_units"],
+            "of_docs": rho["n_units"] + rho["skipped"]}
 
 
 def run_mode(dataset: str, docs: int, dims: list[str], mode: str, work: Path, steps: Path | None,
@@ -118,11 +100,12 @@ def dimension_table(dataset: str, mode: str, rows: list[dict[str, Any]], dims: l
     for dim in dims:
         sub = [r for r in rows if r["dimension"] == dim]
         scored = sum(r["score"] is not None for r in sub)
+        frame = pd.DataFrame(sub, columns=["doc_id", "score", "human"]).astype({"score": float, "human": float})
         if dataset == "topical-chat":
-            c = turn_level(sub)
+            c = turn_level(frame)
             corr = f"r {c['pearson']:.3f} / ρ {c['spearman']:.3f}"
         else:
-            c = sample_level(sub)
+            c = per_article(frame)
             corr = f"ρ {c['spearman']:.3f} / τ {c['kendall']:.3f} ({c['docs']}/{c['of_docs']} docs)"
         calls = sum(r["calls"] for r in sub)
         cached = sum(r["cached_calls"] for r in sub)
