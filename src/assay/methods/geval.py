@@ -34,7 +34,7 @@ from pydantic import Field, model_validator
 
 from assay.datasets.catalog import DatasetInfo
 from assay.errors import ConfigError
-from assay.judges.base import Request
+from assay.judges.base import Request, Response
 from assay.judges.middleware import ManagedJudge
 from assay.methods.base import Method, MethodOptions, RunContext, StageUsage, content_hash
 from assay.methods.geval_scoring import Estimate, greedy_estimate, logprob_estimate, sampling_estimate
@@ -347,7 +347,7 @@ def score_request(prompt: str, mode: Mode, options: GEvalOptions, top_logprobs: 
     return Request.chat(prompt, temperature=0.0, max_tokens=options.max_tokens)
 
 
-def read_answer(response: Any, mode: Mode, dimension: Dimension) -> tuple[Estimate, dict[str, Any]]:
+def read_answer(response: Response, mode: Mode, dimension: Dimension) -> tuple[Estimate, dict[str, Any]]:
     """Turn the judge's answer into G-Eval's estimate and the trace of how it was read."""
     scale, label = dimension.scale, dimension.name.replace("_", " ")
     if mode == "logprobs":
@@ -355,9 +355,10 @@ def read_answer(response: Any, mode: Mode, dimension: Dimension) -> tuple[Estima
         est = logprob_estimate(choice.logprobs, scale, form_label(dimension))
         return est, {"answer": choice.text, **est.details}
     if mode == "sampling":
-        parsed = [parse_rating(c.text, scale, label) for c in response.choices]
-        est = sampling_estimate(parsed)
-        return est, {"answers": [c.text for c in response.choices], "ratings": [p.value for p in parsed], **est.details}
+        samples = [parse_rating(c.text, scale, label) for c in response.choices]
+        est = sampling_estimate(samples)
+        return est, {"answers": [c.text for c in response.choices], "ratings": [p.value for p in samples],
+                     **est.details}
     parsed = parse_rating(response.choices[0].text, scale, label)
     return greedy_estimate(parsed), {"answer": response.choices[0].text, "parse_error": parsed.error}
 
