@@ -385,3 +385,23 @@ def test_cli_steps_command(topical_chat: Dataset, tmp_path: Path, monkeypatch: p
     dataset, entries = load_steps_document(out.read_text(), str(out))
     assert dataset == "topical-chat" and set(entries) == {"coherence", "groundedness"}
     assert entries["groundedness"]["scale"] == "0-1" and not entries["coherence"]["edited"]
+
+
+def test_cli_run_maps_geval_flags(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from typer.testing import CliRunner
+
+    import assay.api
+    from assay.cli.main import app
+
+    judge = scripted(lambda r: "Coherence: 2")
+    monkeypatch.setattr(assay.api, "load_judge", lambda spec, **kw: judge)
+    run_dir = tmp_path / "run"
+    result = CliRunner().invoke(app, ["run", "--method", "geval", "--dataset", "topical-chat", "--limit", "2",
+                                      "--dimension", "coherence", "--mode", "sampling", "--n", "3", "--no-cot",
+                                      "--run-dir", str(run_dir), "--quiet"])
+    assert result.exit_code == 0, result.output
+    assert [(r.n, r.temperature) for r in judge.requests] == [(3, 1.0), (3, 1.0)]
+    with assay.RunStore(run_dir, readonly=True) as store:
+        settings = store.manifest()["method_settings"]
+        assert settings["mode"] == "sampling" and settings["no_cot"] is True and settings["n"] == 3
+        assert [j.score for j in store.judgments()] == [2.0, 2.0]
