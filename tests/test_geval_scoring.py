@@ -65,6 +65,10 @@ def test_score_position_skips_list_numbers_but_not_a_final_rating() -> None:
     assert find_score_position(written("1", ".", " Read", " it", "\n", "4"), L5) == 5
     assert find_score_position(written("3", "."), L5) == 0
     assert find_score_position(written("3", ".", "\n"), L5) == 0
+    # "1. 0: ..." and "1. 1" on a binary scale: the list number is not the rating
+    assert find_score_position(written("1", ".", " ", "0", ":", " The"), BIN) == 3
+    assert find_score_position(written("1", ".", " ", "1", "\n", "-"), BIN) == 3
+    assert find_score_position(written("1", ")", " Read", "\n", "2"), L5) == 4
 
 
 def test_score_position_out_of_scale_and_absent() -> None:

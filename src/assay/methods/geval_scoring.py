@@ -61,16 +61,19 @@ def _offsets(positions: Sequence[TokenLogprobs]) -> tuple[str, list[int]]:
 
 
 def _list_marker(positions: Sequence[TokenLogprobs], i: int, text: str, offsets: list[int]) -> bool:
-    """Whether the digits at ``i`` number a list item (``1. Read the...``) rather than rate.
+    """Whether the digits at ``i`` number a list item (``1. Read the...``, ``1. 0: ...``) rather than rate.
 
-    True when they open a line, are followed by ``.`` or ``)`` and then by more text on the
+    True when they open a line and are followed by ``.`` or ``)`` and then by more text on the
     same line; a bare ``3.`` at the end of a line or of the answer is still a rating.
     """
     line_start = text[:offsets[i]].rsplit("\n", 1)[-1]
-    if line_start.strip() or i + 2 >= len(positions):
+    if line_start.strip() or i + 1 >= len(positions):
         return False
-    after, rest = positions[i + 1].token, positions[i + 2].token
-    return after.strip() in (".", ")") and "\n" not in after and bool(rest.strip()) and not rest.startswith("\n")
+    after = positions[i + 1].token
+    if after.strip() not in (".", ")") or "\n" in after:
+        return False
+    rest_of_line = text[offsets[i + 1] + len(after):].split("\n", 1)[0]
+    return bool(rest_of_line.strip())
 
 
 def find_score_position(positions: Sequence[TokenLogprobs], scale: Scale, label: str | None = None) -> int | None:
