@@ -137,7 +137,7 @@ async def evaluate_async(
         }
         resumed = store.begin(manifest)
         store.put_samples(dataset.samples)
-        units = order_units(dataset.samples, dims, store.done_units())
+        units = order_units(dataset.samples, dims, store.done_units(), by=meth.unit_order)
         if on_start:
             on_start(len(units), len(dataset.samples) * len(dims) - len(units))
         try:

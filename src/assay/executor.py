@@ -15,18 +15,34 @@ from assay.types import Dimension, Judgment, Sample
 Unit = tuple[Sample, Dimension]
 
 
-def order_units(samples: list[Sample], dimensions: list[Dimension], done: set[tuple[str, str]]) -> list[Unit]:
+def order_units(samples: list[Sample], dimensions: list[Dimension], done: set[tuple[str, str]], *,
+                by: str = "sample") -> list[Unit]:
     """The units still to do, ordered so that consecutive prompts share the longest prefix.
 
-    Samples of the same source document are kept together (in file order), and all dimensions
-    of a sample follow each other, so the source and then the output are reused from a prefix
-    cache (the embedded judge's KV cache, or a server's prefix cache).
+    Samples of the same source document are always kept together (in file order). With
+    ``by="sample"`` all dimensions of a sample follow each other: best when a prompt puts the
+    source, then the output, then the dimension's instructions. With ``by="dimension"`` one
+    dimension runs over all outputs of a document before the next dimension: best when the
+    dimension's instructions come before the source (G-Eval's layout), so that consecutive
+    prompts differ only in the output.
     """
+    if by not in ("sample", "dimension"):
+        raise ValueError(f"unit order must be 'sample' or 'dimension', not {by!r}")
     first_seen: dict[str, int] = {}
     for i, s in enumerate(samples):
         first_seen.setdefault(s.doc_id, i)
-    ordered = sorted(enumerate(samples), key=lambda p: (first_seen[p[1].doc_id], p[0]))
-    return [(s, d) for _, s in ordered for d in dimensions if (s.id, d.name) not in done]
+    ordered = [s for _, s in sorted(enumerate(samples), key=lambda p: (first_seen[p[1].doc_id], p[0]))]
+    if by == "sample":
+        return [(s, d) for s in ordered for d in dimensions if (s.id, d.name) not in done]
+    units: list[Unit] = []
+    start = 0
+    while start < len(ordered):
+        end = start
+        while end < len(ordered) and ordered[end].doc_id == ordered[start].doc_id:
+            end += 1
+        units += [(s, d) for d in dimensions for s in ordered[start:end] if (s.id, d.name) not in done]
+        start = end
+    return units
 
 
 @dataclass

@@ -13,14 +13,15 @@ if TYPE_CHECKING:
 OPEN, CLOSE = "<<<", ">>>"
 
 # Line starts that a judge's answer parser could read as an answer: "Q1: yes", "Score: 5",
-# "Rating = 4", "Answer: no", "3. yes", "- Coherence: 2", "Evaluation Form".
+# "Rating = 4", "Answer: no", "3. yes", "- Coherence: 2", "Coherence (1-5): 2",
+# "Evaluation Form (scores ONLY):".
 _ANSWER_WORDS = r"q\s*\d+|score|scores|rating|answer|answers|grade|verdict|evaluation\s+(?:form|steps)|final\s+score"
 
 
 def _answer_line(labels: Iterable[str]) -> re.Pattern[str]:
     words = _ANSWER_WORDS + "".join("|" + re.escape(x) for x in labels if x)
     return re.compile(
-        rf"^(\s*[-*#>•]*\s*\**\s*)(?=(?:{words})\s*\**\s*[:=]|\d+\s*[.)]\s*\**\s*(?:yes|no)\b)",
+        rf"^(\s*[-*#>•]*\s*\**\s*)(?=(?:{words})\s*\**\s*(?:\([^)\n]*\)\s*\**\s*)?[:=]|\d+\s*[.)]\s*\**\s*(?:yes|no)\b)",
         re.IGNORECASE | re.MULTILINE,
     )
 

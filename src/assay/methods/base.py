@@ -52,6 +52,10 @@ class Method(abc.ABC):
 
     name: ClassVar[str]
     Options: ClassVar[type[MethodOptions]] = MethodOptions
+    #: How the executor orders units for prefix reuse (see :func:`assay.executor.order_units`):
+    #: "sample" (all dimensions of an output in a row) or "dimension" (one dimension over all
+    #: outputs of a source document in a row).
+    unit_order: ClassVar[str] = "sample"
 
     def __init__(self, options: MethodOptions | dict[str, Any] | None = None) -> None:
         if options is None:

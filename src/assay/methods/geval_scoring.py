@@ -1,0 +1,231 @@
+"""G-Eval's scoring function as pure functions: rating tokens, their probabilities, equation 1.
+
+G-Eval (Liu et al. 2023, section 2) scores an output as ``sum_i p(s_i) * s_i`` over the valid
+ratings ``s_i`` of the scale, where ``p(s_i)`` is the judge's probability of writing ``s_i`` in
+the evaluation form. Where the judge reports top-k log-probabilities, ``p`` is read from the
+position where it writes its rating; where it does not, ``p`` is estimated from n sampled
+answers (the paper's GPT-4 setting). Everything here works on plain data (token tables and
+parsed ratings), so it is tested against hand-computed cases without any model.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from assay.judges.base import TokenLogprobs
+from assay.parsing import Parsed
+from assay.types import Scale
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """A G-Eval score with the distribution it came from, or the reason there is none.
+
+    Attributes:
+        score: ``sum p(s) * s`` over the renormalised distribution, or None.
+        distribution: Probability of each valid rating (renormalised to sum to 1).
+        error: Why there is no score (None when there is one).
+        details: What the trace keeps: masses, positions, counts.
+    """
+
+    score: float | None
+    distribution: dict[int, float] = field(default_factory=dict)
+    error: str | None = None
+    details: dict[str, Any] = field(default_factory=dict)
+
+
+def rating_strings(scale: Scale) -> dict[str, int]:
+    """The valid ratings of an integer scale as the digit strings a judge writes, e.g. ``{"1": 1}``."""
+    return {str(v): v for v in scale.values()}
+
+
+def is_rating_piece(token: str, scale: Scale) -> bool:
+    """Whether a generated token starts a valid rating: after stripping whitespace it is a rating
+    (``'3'``, ``' 3'``, ``'10'``) or the first digits of a multi-token one (``'1'`` of ``'10'``)."""
+    s = token.strip()
+    return s.isdigit() and s.isascii() and any(v.startswith(s) for v in rating_strings(scale))
+
+
+def _offsets(positions: Sequence[TokenLogprobs]) -> tuple[str, list[int]]:
+    """The generated text and the character offset where each token starts."""
+    offsets, n = [], 0
+    for pos in positions:
+        offsets.append(n)
+        n += len(pos.token)
+    return "".join(p.token for p in positions), offsets
+
+
+def _list_marker(positions: Sequence[TokenLogprobs], i: int, text: str, offsets: list[int]) -> bool:
+    """Whether the digits at ``i`` number a list item (``1. Read the...``, ``1. 0: ...``) rather than rate.
+
+    True when they open a line and are followed by ``.`` or ``)`` and then by more text on the
+    same line; a bare ``3.`` at the end of a line or of the answer is still a rating.
+    """
+    line_start = text[:offsets[i]].rsplit("\n", 1)[-1]
+    if line_start.strip() or i + 1 >= len(positions):
+        return False
+    after = positions[i + 1].token
+    if after.strip() not in (".", ")") or "\n" in after:
+        return False
+    rest_of_line = text[offsets[i + 1] + len(after):].split("\n", 1)[0]
+    return bool(rest_of_line.strip())
+
+
+def find_score_position(positions: Sequence[TokenLogprobs], scale: Scale, label: str | None = None) -> int | None:
+    """Index of the generated position where the judge writes its rating, or None.
+
+    The form ends with ``- Coherence:``, so the first rating piece the judge writes is its
+    answer; tokens before it (a space, markup) are skipped. Two refinements keep a weak
+    judge's echo of the prompt from being read as its rating: when the answer restates the
+    form's label (``Coherence:``), the first rating piece after it counts; and list numbers
+    (``1. Read the article``) are skipped.
+    """
+    text, offsets = _offsets(positions)
+    starts = [0]
+    if label:
+        m = re.search(rf"{re.escape(label)}\s*\**\s*(?:\([^)]*\))?\s*:", text, re.IGNORECASE)
+        if m:
+            starts.insert(0, m.end())
+    for start in starts:
+        for i, pos in enumerate(positions):
+            if offsets[i] >= start and is_rating_piece(pos.token, scale) and not _list_marker(
+                    positions, i, text, offsets):
+                return i
+    return None
+
+
+@dataclass
+class _Masses:
+    """Probability mass found at the score position, split by what it means."""
+
+    valid: dict[int, float] = field(default_factory=dict)
+    invalid: float = 0.0
+    unresolved: float = 0.0
+    invalid_tokens: dict[str, float] = field(default_factory=dict)
+
+    def add_valid(self, value: int, p: float) -> None:
+        self.valid[value] = self.valid.get(value, 0.0) + p
+
+    def add_invalid(self, token: str, p: float) -> None:
+        self.invalid += p
+        self.invalid_tokens[token] = self.invalid_tokens.get(token, 0.0) + p
+
+
+def _digits(token: str) -> bool:
+    return token.isdigit() and token.isascii()
+
+
+def _resolve(positions: Sequence[TokenLogprobs], index: int, i: int, prefix: str, weight: float,
+             values: dict[str, int], out: _Masses) -> None:
+    """Assign ``weight``, the probability of the judge writing ``prefix`` (last piece at ``i``).
+
+    A multi-token rating such as ``'10'`` written as ``'1'`` + ``'0'`` is resolved by the next
+    position's table: ``'0'`` continues it to 10, a non-digit ends it at 1. That table only
+    describes what follows ``prefix`` where the judge actually wrote ``prefix``; elsewhere
+    the mass stays unresolved (kept out of the distribution, counted in the trace).
+    """
+    if not any(v != prefix and v.startswith(prefix) for v in values):
+        out.add_valid(values[prefix], weight)
+        return
+    written = "".join(p.token for p in positions[index:i + 1]).strip()
+    if written != prefix or i + 1 >= len(positions):
+        out.unresolved += weight
+        return
+    for top in positions[i + 1].top:
+        p = weight * math.exp(top.logprob)
+        extended = prefix + top.token
+        if _digits(top.token) and any(v.startswith(extended) for v in values):
+            _resolve(positions, index, i + 1, extended, p, values, out)
+        elif _digits(top.token):
+            out.add_invalid(extended, p)
+        elif prefix in values:
+            out.add_valid(values[prefix], p)  # the number ended after prefix
+        else:
+            out.add_invalid(extended, p)
+
+
+def rating_masses(positions: Sequence[TokenLogprobs], index: int, scale: Scale) -> _Masses:
+    """The probability mass of every valid rating at the score position ``index``.
+
+    Each top-k token is stripped of surrounding whitespace (``' 3'`` and ``'3'`` both mean 3,
+    and their masses add up); tokens that are no rating (words, out-of-scale numbers,
+    ``'3.'``) hold invalid mass.
+    """
+    values = rating_strings(scale)
+    out = _Masses()
+    for top in positions[index].top:
+        p = math.exp(top.logprob)
+        s = top.token.strip()
+        if _digits(s) and any(v.startswith(s) for v in values):
+            _resolve(positions, index, index, s, p, values, out)
+        else:
+            out.add_invalid(top.token, p)
+    return out
+
+
+def renormalise(masses: dict[int, float]) -> dict[int, float]:
+    """Scale the masses of the valid ratings to sum to one (empty if they hold no mass)."""
+    total = sum(masses.values())
+    if total <= 0:
+        return {}
+    return {v: masses[v] / total for v in sorted(masses)}
+
+
+def weighted_score(distribution: dict[int, float]) -> float:
+    """Equation 1 of G-Eval: ``sum p(s) * s``."""
+    return sum(p * s for s, p in distribution.items())
+
+
+def logprob_estimate(positions: Sequence[TokenLogprobs] | None, scale: Scale, label: str | None = None) -> Estimate:
+    """G-Eval's score from one answer's top-k log-probabilities.
+
+    Returns an Estimate without a score (never a zero) when the answer has no log-probabilities,
+    no rating token, or no probability on any valid rating.
+    """
+    if not positions:
+        return Estimate(None, error="the judge returned no log-probabilities")
+    index = find_score_position(positions, scale, label)
+    if index is None:
+        return Estimate(None, error=f"no rating token on the {scale.label()} scale in the judge's answer",
+                        details={"generated_tokens": [p.token for p in positions]})
+    masses = rating_masses(positions, index, scale)
+    dist = renormalise(masses.valid)
+    details = {
+        "score_position": index,
+        "score_token": positions[index].token,
+        "valid_mass": round(sum(masses.valid.values()), 6),
+        "invalid_mass": round(masses.invalid, 6),
+        "unresolved_mass": round(masses.unresolved, 6),
+        "top_tokens": [[t.token, round(math.exp(t.logprob), 6)] for t in positions[index].top],
+    }
+    if not dist:
+        return Estimate(None, error="no probability on any valid rating at the score position", details=details)
+    return Estimate(weighted_score(dist), dist, None, details)
+
+
+def sampling_estimate(parsed: Sequence[Parsed]) -> Estimate:
+    """G-Eval's score from n sampled answers: p(s) is the share of the parsed answers rating s.
+
+    Unparseable answers are counted and excluded; if none parses there is no score.
+    """
+    ratings = [int(p.value) for p in parsed if p.ok]
+    failures = [p.error for p in parsed if not p.ok]
+    details = {"samples": len(parsed), "parsed": len(ratings), "unparseable": len(failures),
+               "parse_errors": dict(Counter(failures))}
+    if not ratings:
+        return Estimate(None, error=f"none of the {len(parsed)} sampled answers held a rating", details=details)
+    counts = Counter(ratings)
+    dist = {v: counts[v] / len(ratings) for v in sorted(counts)}
+    return Estimate(weighted_score(dist), dist, None, details)
+
+
+def greedy_estimate(parsed: Parsed) -> Estimate:
+    """The '- Probs' ablation: the one rating of a greedy answer, as is."""
+    if not parsed.ok:
+        return Estimate(None, error=f"unparseable answer: {parsed.error}")
+    return Estimate(float(parsed.value), {int(parsed.value): 1.0})
