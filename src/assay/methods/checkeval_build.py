@@ -442,12 +442,17 @@ class Builder:
         return None
 
     async def augment(self, dim: ChecklistDimension) -> tuple[list[Generated], list[Generated]]:
-        """Diversification and elaboration, each from the seed questions only (never one on the other)."""
+        """Diversification and elaboration, each prompted from the seed questions only (never one on the other).
+
+        A generated question that repeats one already taken (a seed, or one from an earlier call) is
+        rejected and recorded with that call.
+        """
         known = {normalise_question(q.text) for _, q in dim.questions()}
 
         def parser(layout: list[tuple[int, SubDimension, list[Question]]]) -> Any:
             def parse(text: str) -> tuple[list[Generated], int, list[dict[str, str]], str]:
                 got = parse_generated(text, layout, known)
+                known.update(normalise_question(g.text) for g in got.accepted)  # no duplicates across calls
                 return got.accepted, len(got.accepted), got.rejected, "" if got.accepted else "no usable question"
             return parse
 
@@ -467,12 +472,7 @@ class Builder:
         for _, sub, _seeds in seed_layout(dim):
             step = _Step("elaboration", dim.name, sub.name, elaboration_prompt(self.info, dim, sub.name), mt)
             elab += await self.run(step, parser(seed_layout(dim, only=sub.name))) or []
-        taken = {normalise_question(g.text) for g in div}
-        for g in elab:
-            if normalise_question(g.text) in taken:
-                self.notes.append(f"{dim.name}: elaboration question dropped, same as a diversification one: "
-                                  f"{g.text!r}")
-        return div, [g for g in elab if normalise_question(g.text) not in taken]
+        return div, elab
 
     async def filter(self, dim: ChecklistDimension) -> FilterOutcome | None:
         """Figure 6's filter on the pool of one dimension, remove-only enforced."""
