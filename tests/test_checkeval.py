@@ -134,6 +134,8 @@ def test_p_yes_reads_the_answer_position_and_normalises():
     assert p1 == pytest.approx(0.6 / 0.8) and p2 == pytest.approx(0.1)
     bad, why = p_yes_at(positions, text + "x", parsed.answers[1].offset)
     assert bad is None and "do not spell" in why
+    cut = text[:-3]  # a stop sequence removed from the text but not from the tokens
+    assert p_yes_at(positions, cut, parsed.answers[1].offset)[0] == pytest.approx(p1)
 
 
 def test_aggregate_leaves_missing_out_of_the_denominator():
@@ -236,7 +238,7 @@ def test_soft_score_is_mean_p_yes_with_binary_kept(tmp_path):
     j = res.judgments[0]
     assert j.score == pytest.approx(0.6) and j.trace["binary_score"] == 1.0 and j.trace["score_kind"] == "soft"
     assert all(q["p_yes"] == pytest.approx(0.6) for q in j.trace["questions"])
-    assert judge.requests[0].top_logprobs == 10
+    assert judge.requests[0].top_logprobs == 10 and judge.requests[0].stop == ("Q5:",)
 
 
 def test_soft_without_logprobs_falls_back_loudly(tmp_path):

@@ -297,13 +297,14 @@ def _form(token: str) -> str:
 def p_yes_at(positions: list[TokenLogprobs], text: str, offset: int) -> tuple[float | None, str]:
     """P(yes) / (P(yes) + P(no)) at the generated token holding character ``offset`` of ``text``.
 
-    The tokens' texts must concatenate to ``text`` (so that offsets line up); the yes and no
-    mass is summed over the top alternatives at that position ("Yes", " yes", "YES", "y"...).
+    The tokens' texts must spell ``text`` (possibly followed by a stop sequence the backend cut
+    off), so that offsets line up; the yes and no mass is summed over the top alternatives at that
+    position ("Yes", " yes", "YES", "y"...).
 
     Returns:
         The probability, or None and the reason.
     """
-    if "".join(p.token for p in positions) != text:
+    if not "".join(p.token for p in positions).startswith(text):
         return None, "token texts do not spell the answer text; cannot locate the answer token"
     end = 0
     for pos in positions:
@@ -418,8 +419,10 @@ class CheckEval(Method):
 
     def _request(self, prompt: str, n_questions: int, soft: bool) -> Request:
         max_tokens = self.options.max_tokens or min(200, 24 * n_questions + 16)
+        # Once the judge starts a question that is not there, every answer has been given: stop.
         return Request.chat(prompt, temperature=self.options.temperature, max_tokens=max_tokens,
-                            seed=self.options.seed, top_logprobs=self.options.top_logprobs if soft else None)
+                            seed=self.options.seed, top_logprobs=self.options.top_logprobs if soft else None,
+                            stop=(f"Q{n_questions + 1}:",))
 
     async def _ask(self, sample: Sample, dim: ChecklistDimension, group: list[Asked], ctx: RunContext,
                    usage: StageUsage, stage: str, soft: bool) -> tuple[dict[str, Any], list[QuestionResult]]:
