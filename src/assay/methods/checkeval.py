@@ -167,7 +167,8 @@ def build_prompt(sample: Sample, dimension: str, definition: str, questions: lis
 # -- parse: the judge's answers -------------------------------------------------------------------
 
 _WORD = r"(yes|no)\b"
-_LEAD = r"[\s*_`'\"\[\(«»:\-–—=>]*(?:(?:my\s+)?answer\s*(?:is)?\s*[:=\-]?\s*)?[\s*_`'\"\[\(]*"
+_LEAD = (r"[\s*_`'\"\[\(«»:\-–—=>]*(?:(?:my\s+)?answer\s*(?:is)?\s*[:=\-]?\s*|[a-z]\s*[:)]\s*)?"
+         r"[\s*_`'\"\[\(]*")
 _TEMPLATE = re.compile(rf"^{_LEAD}(?:yes|no)\s*(?:/|\bor\b|\|)\s*(?:yes|no)\b", re.IGNORECASE)
 _START = re.compile(rf"^{_LEAD}{_WORD}", re.IGNORECASE)
 _END = re.compile(r"(?:[:=\-–—>]|\banswer\s+is)\s*[*_`'\"\[\(]*(yes|no)\b[\W_]*$", re.IGNORECASE)
@@ -197,7 +198,7 @@ class ParsedAnswers:
 def _decide(segment: str, base: int) -> tuple[Answer | None, str]:
     """The yes/no in one answer segment, or None with the reason.
 
-    Accepted: the segment starts with yes/no (after markup, brackets, 'Answer:'); or, after an
+    Accepted: the segment starts with yes/no (after markup, brackets, 'Answer:', 'A:'); or, after an
     echoed question, what follows its '?' starts with yes/no; or it ends with ': yes' / 'answer
     is no'; or it states 'the answer is yes' anywhere. A yes/no word elsewhere in prose ("there is
     no error") is not an answer.
