@@ -496,7 +496,8 @@ class CheckEval(Method):
         }
         error = None
         if score is None:
-            error = f"no question of {overall['asked']} got a readable yes/no answer, even when re-asked alone"
+            again = ", even when re-asked alone" if reasks else ""
+            error = f"no question of {overall['asked']} got a readable yes/no answer{again}"
         return self.judgment(sample, dimension, ctx, score=score, trace=trace, usage=usage.by_stage, error=error)
 
 
