@@ -1,0 +1,1 @@
+"""Artifacts as data: checklists, evaluation steps, rubrics and specs that methods load by name or path."""
