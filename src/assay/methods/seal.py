@@ -24,7 +24,7 @@ from pydantic import Field
 
 from assay.methods.base import Method, MethodOptions, RunContext, StageUsage
 from assay.methods.seal_prompts import Ask
-from assay.methods.seal_run import Stage1, SealRun, ask_judge
+from assay.methods.seal_run import SealRun, Stage1, ask_judge
 from assay.methods.seal_spec import Recipe, Spec, load_spec, parse_overrides
 from assay.methods.seal_units import (
     FACT_PREFIX,

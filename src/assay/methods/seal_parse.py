@@ -11,20 +11,15 @@ import math
 import re
 from typing import Any
 
-from assay.methods.seal_units import lookup
-from assay.parsing import Parsed, extract_json
+from assay.methods.seal_units import first_object, lookup
+from assay.parsing import Parsed
 
 _YES = {"1", "yes", "true", "y"}
 _NO = {"0", "no", "false", "n"}
 
 
 def _object(answer: str) -> Parsed:
-    found = extract_json(answer)
-    if not found.ok:
-        return found
-    if not isinstance(found.value, dict):
-        return Parsed(None, "expected a JSON object", answer)
-    return found
+    return first_object(answer)
 
 
 def _field(obj: dict[str, Any], key: str, answer: str) -> Parsed:

@@ -98,6 +98,35 @@ def _budget(slack: int, per_item: int, n: int) -> int:
     return slack + per_item * n
 
 
+# Concrete examples of the answer format, sized to the expected answer, as the paper's prompts give
+# them (Tables 22-25). A weak judge may copy an example; that is its failure to judge, not a parse error.
+def example_bits(n: int) -> str:
+    """``1,1,0,1,1``: an n-value 0/1 example."""
+    return ",".join("110"[i % 3] for i in range(n))
+
+
+def example_weights(k: int) -> str:
+    """``0.20,0.20,0.20,0.20,0.20``: k two-decimal weights summing to exactly 1."""
+    head = [round(1 / k, 2)] * (k - 1)
+    return ",".join(f"{w:.2f}" for w in [*head, round(1 - sum(head), 2)])
+
+
+def example_support(n: int) -> str:
+    """``[["c2", "c5"], [], ["c1"]]`` cycled to n lists."""
+    cycle = ['["c2", "c5"]', "[]", '["c1"]']
+    return "[" + ", ".join(cycle[i % 3] for i in range(n)) + "]"
+
+
+def example_ratings(n: int) -> str:
+    """``4,3,5``: n ratings on the 1-5 scale."""
+    return ",".join("435"[i % 3] for i in range(n))
+
+
+def _format(fields: list[str], example: str) -> str:
+    lines = "\n".join(f"- {f}" for f in fields)
+    return f"{lines}\nExample: {example}"
+
+
 def build_units_binary(recipe: Recipe, sub: SubDimension, body: list[str], units: list[Unit],
                        output_name: str, slack: int) -> Ask:
     """One sub-dimension asked of every unit at once (Table 22: coherence, fluency, relevance).
@@ -106,25 +135,27 @@ def build_units_binary(recipe: Recipe, sub: SubDimension, body: list[str], units
         body: The fenced blocks (shown texts, evidence facts, the numbered units), in prompt order.
     """
     n = len(units)
-    hint = f'{{"{recipe.key}": "<{n} comma-separated 0/1 values>"}}'
+    hint = _format([f'"{recipe.key}": {n} comma-separated values (1 or 0), in the order above'],
+                   f'{{"{recipe.key}": "{example_bits(n)}"}}')
     prompt = _join(
         recipe.intro, *body, _rules(recipe.rules),
         f"Question ({sub.name}): {sub.question}\n"
         f"Answer it for {_items(recipe.unit, units, output_name)}: 1 for yes, 0 for no.",
-        f"Answer with JSON only, exactly {n} values in that order: {hint}")
+        f"Answer with JSON only, with exactly {n} values:\n{hint}")
     return Ask(prompt, hint, _budget(slack, 3, n))
 
 
 def build_support(recipe: Recipe, body: list[str], facts: list[Unit], output_name: str, slack: int) -> Ask:
     """Supporting source-fact ids for every output fact (Table 22: consistency)."""
     n = len(facts)
-    hint = (f'{{"{recipe.key}": [<{n} lists of source fact ids, one per {output_name} fact>]}}, '
-            'for example [["c2", "c5"], [], ["c1"]] for three facts')
+    hint = _format([f'"{recipe.key}": a list of exactly {n} lists, one per {output_name} fact in order; '
+                    "each lists the ids of the supporting source facts, [] when none"],
+                   f'{{"{recipe.key}": {example_support(n)}}}')
     prompt = _join(
         recipe.intro, *body, _rules(recipe.rules),
         f"Task: for {_items(recipe.unit, facts, output_name)}, list the ids of the source facts that "
         f"support it ({recipe.subdimensions[0].name}); give an empty list [] when none does.",
-        f"Answer with JSON only, a list of exactly {n} lists in that order: {hint}")
+        f"Answer with JSON only:\n{hint}")
     return Ask(prompt, hint, _budget(slack, 10, n))
 
 
@@ -142,18 +173,23 @@ def build_single(recipe: Recipe, body: list[str], *, key: str, dimension: str, o
     subs = recipe.subdimensions
     k = len(subs)
     intro = (recipe.holistic_intro or recipe.intro) if holistic else recipe.intro
-    noun = "question" if k == 1 else f"{k} yes/no questions"
-    ask = f"Answer {'this yes/no ' + noun if k == 1 else 'these ' + noun} about the {output_name} (1 = yes, 0 = no):"
-    hint = f'"{key}": "<{k} comma-separated 0/1 answers, Q1 first>"' if k > 1 else f'"{key}": "<0 or 1>"'
+    if k == 1:
+        ask = f"Answer this yes/no question about the {output_name} (1 = yes, 0 = no):"
+        fields = [f'"{key}": 1 or 0']
+    else:
+        ask = f"Answer these {k} yes/no questions about the {output_name} (1 = yes, 0 = no):"
+        fields = [f'"{key}": {k} comma-separated answers (1 or 0), Q1 first']
+    example = f'"{key}": "{example_bits(k)}"'
     weigh = None
     if ask_weights:
         weigh = (f"Then give each question a weight for how much it matters for {dimension} in this particular "
                  "case: non-negative decimals that add up to 1.0.")
-        hint += f', "{key}_weight": "<{k} comma-separated weights summing to 1.0>"'
-    hint = "{" + hint + "}"
-    fields = " with exactly two fields" if ask_weights else ""
+        fields.append(f'"{key}_weight": {k} comma-separated weights, Q1 first, summing to 1.0')
+        example += f', "{key}_weight": "{example_weights(k)}"'
+    hint = _format(fields, "{" + example + "}")
+    count = " with exactly two fields" if ask_weights else ""
     prompt = _join(intro, *body, f"{ask}\n{_questions(subs, holistic)}", weigh,
-                   f"Answer with JSON only{fields}: {hint}")
+                   f"Answer with JSON only{count}:\n{hint}")
     return Ask(prompt, hint, _budget(slack, 10 if ask_weights else 3, k))
 
 
@@ -161,13 +197,14 @@ def build_weights(recipe: Recipe, body: list[str], *, key: str, dimension: str, 
                   holistic: bool, slack: int) -> Ask:
     """The separate weighting call: w(s) for the (input, output, dimension) at hand (equation 5)."""
     k = len(recipe.subdimensions)
-    hint = f'{{"{key}_weight": "<{k} comma-separated weights summing to 1.0>"}}'
+    hint = _format([f'"{key}_weight": {k} comma-separated weights, Q1 first, summing to 1.0'],
+                   f'{{"{key}_weight": "{example_weights(k)}"}}')
     prompt = _join(
         f"You will weigh the criteria used to judge the {dimension} of the {output_name} below.", *body,
         f"Its {dimension} is judged by these {k} yes/no criteria:\n{_questions(recipe.subdimensions, holistic)}",
         f"Give each criterion a weight for how much it matters for {dimension} in this particular case: "
         "non-negative decimals that add up to 1.0. Do not answer the questions themselves.",
-        f"Answer with JSON only: {hint}")
+        f"Answer with JSON only:\n{hint}")
     return Ask(prompt, hint, _budget(slack, 7, k))
 
 
@@ -182,20 +219,20 @@ def build_ratings(recipe: Recipe, body: list[str], units: list[Unit] | None, *, 
     scale = f"from {RATING_LOW} (worst) to {RATING_HIGH} (best)"
     intro = (recipe.holistic_intro or recipe.intro) if holistic else recipe.intro
     if units is None:
-        hint = f'{{"{rkey}": "<one whole number {scale}>"}}'
-        task = f"Rate the {output_name} for {dimension} ({recipe.criterion}) on a scale {scale}."
         n = 1
+        task = f"Rate the {output_name} for {dimension} ({recipe.criterion}) on a scale {scale}."
+        field = f'"{rkey}": one whole number {scale}'
     else:
         n = len(units)
-        hint = f'{{"{rkey}": "<{n} comma-separated whole numbers {scale}>"}}'
         task = (f"Rate {_items(recipe.unit, units, output_name)} for {dimension} ({recipe.criterion}) "
                 f"on a scale {scale}.")
+        field = f'"{rkey}": {n} comma-separated whole numbers {scale}, in order'
+    hint = _format([field], f'{{"{rkey}": "{example_ratings(n)}"}}')
     rules = None if units is None else _rules(recipe.rules)
-    prompt = _join(intro, *body, rules, task, f"Answer with JSON only, exactly {n} rating(s) in order: {hint}")
+    prompt = _join(intro, *body, rules, task, f"Answer with JSON only:\n{hint}")
     return Ask(prompt, hint, _budget(slack, 3, n))
 
 
 def reask_message(error: str, hint: str) -> str:
     """The follow-up turn after a malformed or misaligned answer: the reason, then the format again."""
-    return (f"Your answer could not be used: {error}. Answer again, with JSON only, exactly in this format: "
-            f"{hint}")
+    return f"Your answer could not be used: {error}. Answer again, with JSON only, in this format:\n{hint}"

@@ -179,15 +179,27 @@ def parse_facts(answer: str, text: str, prefix: str) -> Parsed:
     return Parsed({"facts": units, "dropped": dropped}, None, answer)
 
 
+def first_object(answer: str) -> Parsed:
+    """The first JSON object in a judge's answer.
+
+    :func:`assay.parsing.extract_json` returns the first decodable JSON value, which may be a stray
+    ``[1]`` in the prose before the answer; SEAL's answers are always objects, so the search starts at
+    each ``{`` in turn until one decodes to an object.
+    """
+    for pos, ch in enumerate(answer):
+        if ch == "{":
+            found = extract_json(answer[pos:])
+            if found.ok and isinstance(found.value, dict):
+                return Parsed(found.value, None, answer)
+    return Parsed(None, "no JSON object found", answer)
+
+
 def _json_list(answer: str, key: str) -> Parsed:
     """The list of strings under ``key`` in the judge's JSON object (key matched loosely)."""
-    found = extract_json(answer)
+    found = first_object(answer)
     if not found.ok:
         return found
-    obj = found.value
-    if not isinstance(obj, dict):
-        return Parsed(None, f'expected a JSON object with a "{key}" list', answer)
-    value = lookup(obj, key)
+    value = lookup(found.value, key)
     if value is None:
         return Parsed(None, f'the JSON object has no "{key}" field', answer)
     if not isinstance(value, list) or not all(isinstance(x, str) for x in value):
