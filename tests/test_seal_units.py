@@ -79,6 +79,14 @@ def test_parse_facts_assigns_ids_strips_judge_ids_and_drops_invalid_items():
                        "shares no content word with the text"]
 
 
+def test_parse_facts_flattens_items_written_as_objects_of_strings():
+    text = "Stokes broke his wrist. He clashed with Samuels."
+    answer = '{"facts": [{"first fact": "Stokes broke his wrist.", "second fact": "Stokes clashed with Samuels."}]}'
+    assert [f.text for f in parse_facts(answer, text, "s").value["facts"]] == [
+        "Stokes broke his wrist.", "Stokes clashed with Samuels."]
+    assert not parse_facts('{"facts": [{"a": {"b": "Stokes"}}]}', text, "s").ok
+
+
 def test_parse_facts_keeps_numbers_that_look_like_ids_inside_the_fact():
     parsed = parse_facts('{"facts": ["A 3-year-old boy was found."]}', "A 3-year-old boy was found safe.", "s")
     assert parsed.value["facts"][0].text == "A 3-year-old boy was found."

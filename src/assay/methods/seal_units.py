@@ -151,7 +151,7 @@ def parse_facts(answer: str, text: str, prefix: str) -> Parsed:
     Returns:
         Parsed whose value is ``{"facts": [Unit, ...], "dropped": [{"text", "reason"}, ...]}``.
     """
-    items = _json_list(answer, "facts")
+    items = _json_list(answer, "facts", allow_objects=True)
     if not items.ok:
         return items
     words = _content_words(text)
@@ -194,17 +194,29 @@ def first_object(answer: str) -> Parsed:
     return Parsed(None, "no JSON object found", answer)
 
 
-def _json_list(answer: str, key: str) -> Parsed:
-    """The list of strings under ``key`` in the judge's JSON object (key matched loosely)."""
+def _json_list(answer: str, key: str, *, allow_objects: bool = False) -> Parsed:
+    """The list of strings under ``key`` in the judge's JSON object (key matched loosely).
+
+    With ``allow_objects``, an item written as an object of strings (``{"first fact": "..."}``, a
+    shape small judges produce) contributes its string values, in order.
+    """
     found = first_object(answer)
     if not found.ok:
         return found
     value = lookup(found.value, key)
     if value is None:
         return Parsed(None, f'the JSON object has no "{key}" field', answer)
-    if not isinstance(value, list) or not all(isinstance(x, str) for x in value):
+    if not isinstance(value, list):
         return Parsed(None, f'"{key}" must be a list of strings', answer)
-    return Parsed(value, None, answer)
+    items: list[str] = []
+    for x in value:
+        if isinstance(x, str):
+            items.append(x)
+        elif allow_objects and isinstance(x, dict) and x and all(isinstance(v, str) for v in x.values()):
+            items.extend(x.values())
+        else:
+            return Parsed(None, f'"{key}" must be a list of strings', answer)
+    return Parsed(items, None, answer)
 
 
 def _norm_key(key: str) -> str:
