@@ -297,3 +297,62 @@ def test_same_answers_give_the_same_scores():
     b = run(ds, summeval_judge(lambda i: ["c1"] if i % 2 else [], lambda i: "1"), options={"threshold_facts": 2})
     assert a.scores() == b.scores()
     assert a.manifest["artifacts"]["seal_spec"]["sha256"] == b.manifest["artifacts"]["seal_spec"]["sha256"]
+
+
+# ---------------------------------------------------------------- --decisions logprobs (assay's small-judge mode)
+
+
+def _lp_judge(decide, importance=None):
+    """A log-probability judge: yes/no tables from ``decide(prompt)``, importance digit tables likewise."""
+    from assay.judges.scripted import logprob_response
+
+    def respond(req):
+        prompt = req.messages[0].content
+        if "from 0 (not at all) to 9 (essential)" in prompt:
+            return logprob_response("x", [importance(prompt)])
+        table = decide(prompt)
+        return logprob_response(max(table, key=table.get), [table])
+    return ScriptedJudge(respond, logprobs=True)
+
+
+def test_logprob_decisions_and_importance_weights():
+    def decide(prompt):
+        return {"0": 0.7, "1": 0.2} if "(personalization)" in prompt else {" Yes": 0.5, "no": 0.1, "The": 0.3}
+
+    def importance(prompt):
+        return {"8": 0.5, "6": 0.5} if "(interest)" in prompt else {"4": 1.0}
+
+    judge = _lp_judge(decide, importance)
+    res = run("topical-chat", judge, dimensions=["engagingness"], limit=1, options={"decisions": "logprobs"})
+    j = res.judgments[0]
+    raw = [7.0, 4.0, 4.0, 4.0, 4.0]  # interest: mean of 8 and 6
+    w = [x / sum(raw) for x in raw]
+    assert j.trace["weights"]["values"] == pytest.approx(w) and j.trace["weights"]["renormalised"]
+    assert j.trace["decisions"][0]["personalization"] == 0 and j.trace["matrix"] == [[1, 1, 1, 0, 1]]
+    assert j.score == pytest.approx(1 - w[3])
+    assert j.trace["p_yes"][0][3] == pytest.approx(0.2 / 0.9, abs=1e-4)
+    assert j.usage["verify"].calls == 5 and j.usage["weights"].calls == 5
+    assert all(r.max_tokens == 1 and r.top_logprobs == 20 for r in judge.requests)
+    assert res.manifest["artifacts"]["seal_decisions"] == "logprobs"
+
+
+def test_logprob_mode_asks_every_unit_and_fails_on_an_undecided_one():
+    ds = assay.load_dataset("summeval").select(docs=1, limit=1)
+    n = len(split_sentences(ds.samples[0].output))
+
+    def decide(prompt):
+        return {"1": 0.9} if "about sentence s1:" in prompt else {"0": 0.6, "1": 0.4}
+
+    j = run(ds, _lp_judge(decide), dimensions=["fluency"], options={"decisions": "logprobs"}).judgments[0]
+    assert j.trace["matrix"] == [[1]] + [[0]] * (n - 1) and j.score == pytest.approx(1 / n)
+
+    def undecided(prompt):
+        return {"<<": 0.9} if "about sentence s2:" in prompt else {"1": 0.9}
+
+    j = run(ds, _lp_judge(undecided), dimensions=["fluency"], options={"decisions": "logprobs"}).judgments[0]
+    assert j.score is None and "neither yes nor no" in j.error
+
+
+def test_logprob_mode_needs_a_logprob_judge():
+    with pytest.raises(ConfigError, match="log-probabilities"):
+        run("qags-xsum", ScriptedJudge([]), limit=1, options={"decisions": "logprobs"})

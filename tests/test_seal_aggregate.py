@@ -87,3 +87,21 @@ def test_rescore_from_a_trace_with_the_judges_or_uniform_weights():
     assert rescore(trace) == pytest.approx((0.7 + 0.1) / 2)
     assert rescore(trace, uniform=True) == pytest.approx((2 / 3 + 1 / 3) / 2)
     assert rescore({"verify_error": "x"}) is None
+
+
+def test_reading_decisions_and_digits_from_log_probabilities():
+    from assay.judges.scripted import logprob_response
+    from assay.methods.seal_logprobs import read_decision, read_digit_argmax, read_digit_mean
+
+    def pos(table):
+        return logprob_response("x", [table]).choices[0].logprobs[0]
+
+    d = read_decision(pos({" Yes": 0.3, "1": 0.2, "no": 0.4})).value
+    assert d.v == 1 and d.p_yes == pytest.approx(0.5) and d.p_no == pytest.approx(0.4)
+    assert read_decision(pos({"0": 0.5, "yes": 0.1})).value.v == 0
+    assert "neither" in read_decision(pos({"The": 0.9})).error
+    assert "equally" in read_decision(pos({"1": 0.4, "0": 0.4})).error
+    assert read_decision(None).error
+    assert read_digit_mean(pos({"2": 0.25, "6": 0.25, "x": 0.5}), 0, 9).value == pytest.approx(4.0)
+    assert read_digit_mean(pos({"12": 0.5}), 0, 9).error
+    assert read_digit_argmax(pos({"2": 0.3, "4": 0.35, "7": 0.9}), 1, 5).value == 4

@@ -22,6 +22,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
+from assay.errors import ConfigError
 from assay.methods.base import Method, MethodOptions, RunContext, StageUsage
 from assay.methods.seal_prompts import Ask
 from assay.methods.seal_run import SealRun, Stage1, ask_judge
@@ -45,6 +46,8 @@ class SealOptions(MethodOptions):
         recipe: ``DIMENSION=RECIPE`` overrides of the spec's dataset mapping (repeatable), e.g.
             ``consistency=summary-consistency-facts`` to judge QAGS fact by fact.
         sentence_splitter: ``pysbd`` (deterministic, default) or ``llm`` (the paper's Table 21 stage 1).
+        decisions: ``batched`` (the paper's JSON answers, Tables 22-25) or ``logprobs`` (assay's mode for
+            small local judges: one question per call, decided by the yes/no probabilities).
         threshold_sentences / threshold_facts: Override Table 19's n (3 sentences, 6 facts).
         no_units: Ablation w/o SD: the whole output is one unit.
         no_subdims: Ablation w/o SV: one scalar rating per unit instead of binary sub-dimension decisions.
@@ -59,6 +62,7 @@ class SealOptions(MethodOptions):
     spec: str | None = None
     recipe: list[str] = Field(default_factory=list)
     sentence_splitter: Literal["pysbd", "llm"] = "pysbd"
+    decisions: Literal["batched", "logprobs"] = "batched"
     threshold_sentences: int | None = Field(default=None, ge=1)
     threshold_facts: int | None = Field(default=None, ge=1)
     no_units: bool = False
@@ -110,6 +114,9 @@ class Seal(Method):
     async def prepare(self, ctx: RunContext) -> dict[str, Any]:
         """Load the spec, resolve every dimension's recipe (failing early), store the spec as an artifact."""
         spec = self.spec()
+        if self.options.decisions == "logprobs" and not ctx.judge.supports_logprobs:
+            raise ConfigError(f"seal: --decisions logprobs needs a judge with log-probabilities; "
+                              f"{ctx.judge.identity.label} gives none (use --decisions batched)")
         digest = ctx.artifacts("seal-spec", self._spec_text)
         recipes = {}
         for dim in ctx.dimensions:
@@ -119,7 +126,7 @@ class Seal(Method):
                                  "answer": recipe.answer, "weights": recipe.weights}
         return {"seal_spec": {"name": spec.name, "version": spec.version, "sha256": digest,
                               "path": self.options.spec or "shipped", "source": spec.source},
-                "seal_recipes": recipes, "seal_ablations": self.ablations()}
+                "seal_recipes": recipes, "seal_ablations": self.ablations(), "seal_decisions": self.options.decisions}
 
     def ablations(self) -> dict[str, bool]:
         o = self.options
@@ -188,7 +195,7 @@ class Seal(Method):
         name, recipe = self.recipe_of(ctx.dataset.name, dimension.name)
         run = SealRun(self, sample, dimension, ctx, recipe)
         run.trace.update({"recipe": name, "unit_type": recipe.unit, "score_range": [0.0, 1.0],
-                          "ablations": self.ablations()})
+                          "decisions_by": self.options.decisions, "ablations": self.ablations()})
         score, error = await run.execute()
         return self.judgment(sample, dimension, ctx, score=score, trace=run.trace, usage=run.usage.by_stage,
                              error=error)

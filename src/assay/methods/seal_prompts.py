@@ -77,11 +77,11 @@ def units_block(units: list[Unit], label: str, keys: list[str]) -> str:
     return fence(lines, label, keys)
 
 
-def _join(*parts: str | None) -> str:
+def join_parts(*parts: str | None) -> str:
     return "\n\n".join(p for p in parts if p)
 
 
-def _rules(rules: list[str]) -> str | None:
+def rules_block(rules: list[str]) -> str | None:
     return "Rules:\n" + "\n".join(f"- {r}" for r in rules) if rules else None
 
 
@@ -137,8 +137,8 @@ def build_units_binary(recipe: Recipe, sub: SubDimension, body: list[str], units
     n = len(units)
     hint = _format([f'"{recipe.key}": {n} comma-separated values (1 or 0), in the order above'],
                    f'{{"{recipe.key}": "{example_bits(n)}"}}')
-    prompt = _join(
-        recipe.intro, *body, _rules(recipe.rules),
+    prompt = join_parts(
+        recipe.intro, *body, rules_block(recipe.rules),
         f"Question ({sub.name}): {sub.question}\n"
         f"Answer it for {_items(recipe.unit, units, output_name)}: 1 for yes, 0 for no.",
         f"Answer with JSON only, with exactly {n} values:\n{hint}")
@@ -151,8 +151,8 @@ def build_support(recipe: Recipe, body: list[str], facts: list[Unit], output_nam
     hint = _format([f'"{recipe.key}": a list of exactly {n} lists, one per {output_name} fact in order; '
                     "each lists the ids of the supporting source facts, [] when none"],
                    f'{{"{recipe.key}": {example_support(n)}}}')
-    prompt = _join(
-        recipe.intro, *body, _rules(recipe.rules),
+    prompt = join_parts(
+        recipe.intro, *body, rules_block(recipe.rules),
         f"Task: for {_items(recipe.unit, facts, output_name)}, list the ids of the source facts that "
         f"support it ({recipe.subdimensions[0].name}); give an empty list [] when none does.",
         f"Answer with JSON only:\n{hint}")
@@ -188,7 +188,7 @@ def build_single(recipe: Recipe, body: list[str], *, key: str, dimension: str, o
         example += f', "{key}_weight": "{example_weights(k)}"'
     hint = _format(fields, "{" + example + "}")
     count = " with exactly two fields" if ask_weights else ""
-    prompt = _join(intro, *body, f"{ask}\n{_questions(subs, holistic)}", weigh,
+    prompt = join_parts(intro, *body, f"{ask}\n{_questions(subs, holistic)}", weigh,
                    f"Answer with JSON only{count}:\n{hint}")
     return Ask(prompt, hint, _budget(slack, 10 if ask_weights else 3, k))
 
@@ -199,7 +199,7 @@ def build_weights(recipe: Recipe, body: list[str], *, key: str, dimension: str, 
     k = len(recipe.subdimensions)
     hint = _format([f'"{key}_weight": {k} comma-separated weights, Q1 first, summing to 1.0'],
                    f'{{"{key}_weight": "{example_weights(k)}"}}')
-    prompt = _join(
+    prompt = join_parts(
         f"You will weigh the criteria used to judge the {dimension} of the {output_name} below.", *body,
         f"Its {dimension} is judged by these {k} yes/no criteria:\n{_questions(recipe.subdimensions, holistic)}",
         f"Give each criterion a weight for how much it matters for {dimension} in this particular case: "
@@ -228,8 +228,8 @@ def build_ratings(recipe: Recipe, body: list[str], units: list[Unit] | None, *, 
                 f"on a scale {scale}.")
         field = f'"{rkey}": {n} comma-separated whole numbers {scale}, in order'
     hint = _format([field], f'{{"{rkey}": "{example_ratings(n)}"}}')
-    rules = None if units is None else _rules(recipe.rules)
-    prompt = _join(intro, *body, rules, task, f"Answer with JSON only:\n{hint}")
+    rules = None if units is None else rules_block(recipe.rules)
+    prompt = join_parts(intro, *body, rules, task, f"Answer with JSON only:\n{hint}")
     return Ask(prompt, hint, _budget(slack, 3, n))
 
 

@@ -6,6 +6,7 @@ stays small. Everything here sequences pure functions of the ``seal_*`` modules 
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
@@ -19,6 +20,16 @@ from assay.methods.seal_aggregate import (
     rating_to_unit_interval,
     uniform_weights,
     unit_score,
+)
+from assay.methods.seal_logprobs import (
+    TOP_K,
+    build_importance,
+    build_question,
+    build_rating_question,
+    read_decision,
+    read_digit_argmax,
+    read_digit_mean,
+    unit_target,
 )
 from assay.methods.seal_parse import parse_binary, parse_joint, parse_ratings, parse_support, parse_weights
 from assay.methods.seal_prompts import (
@@ -278,6 +289,8 @@ class SealRun:
 
     async def verify(self, plan: Plan) -> list[list[float]] | None:
         """v(u, s) for every unit and sub-dimension (equation 4), as a units x sub-dimensions matrix."""
+        if self.opts.decisions == "logprobs":
+            return await self.verify_by_logprobs(plan)
         if plan.granularity != "fine":
             return await self.verify_single(plan)
         r, n, slack = self.recipe, len(plan.units), self.opts.answer_slack
@@ -330,6 +343,8 @@ class SealRun:
 
     async def rate(self, plan: Plan) -> list[list[float]] | None:
         """The w/o-SV ablation: one scalar rating per unit, mapped onto [0, 1]."""
+        if self.opts.decisions == "logprobs":
+            return await self.rate_by_logprobs(plan)
         fine = plan.granularity == "fine"
         key = self.recipe.key if fine else self.single_key()
         body = self.fine_body(plan) if fine else self.single_body(plan.granularity == "holistic")
@@ -352,7 +367,9 @@ class SealRun:
             return self.weights_used([1.0], "single sub-dimension")
         if self.opts.uniform_weights:
             return self.weights_used(uniform_weights(k), "uniform (ablation w/o weighting)")
-        if self.joint_weights is not None:
+        if self.opts.decisions == "logprobs":
+            parsed, source = await self.importance_weights(), "judge (importance digits, log-probabilities)"
+        elif self.joint_weights is not None:
             parsed, source = self.joint_weights, "judge (same answer as the decisions)"
         else:
             parsed, source = await self.ask_weights(k), "judge (separate call)"
@@ -388,3 +405,73 @@ class SealRun:
     def weights_used(self, values: list[float], source: str, **extra: Any) -> list[float]:
         self.trace["weights"] = {"values": values, "source": source, **extra}
         return values
+
+    # ------------------------------------------------------------------ --decisions logprobs
+    async def ask_positions(self, stage: str, asks: list[tuple[str, Ask]],
+                            read: Callable[[Any], Parsed]) -> list[Parsed]:
+        """One-token questions, sent together; each read at its answer position; recorded in order."""
+        async def one(ask: Ask) -> tuple[Parsed, dict[str, Any]]:
+            req = Request.chat(ask.prompt, temperature=0.0, max_tokens=1, top_logprobs=TOP_K)
+            resp = self.usage.add(stage, await self.ctx.judge.generate(req, stage=stage))
+            lp = resp.choices[0].logprobs
+            parsed = read(lp[0] if lp else None)
+            return parsed, {"prompt_sha": content_hash(ask.prompt), "answer": resp.text, "top": parsed.raw,
+                            "error": parsed.error, "cached": resp.from_cache}
+
+        done = await asyncio.gather(*(one(ask) for _, ask in asks))
+        for (purpose, _), (parsed, record) in zip(asks, done, strict=True):
+            self.trace["calls"].append({"stage": stage, "purpose": purpose, "attempts": [record]})
+            if not parsed.ok:
+                self.note("unusable", f"{stage} question undecided at the answer position")
+        return [p for p, _ in done]
+
+    def undecided(self, results: list[Parsed]) -> None:
+        bad = next(p for p in results if not p.ok)
+        self.trace["verify_error"] = f"seal: a question was left undecided: {bad.error}"
+        return None
+
+    def questions_body(self, plan: Plan) -> tuple[list[str], bool, bool]:
+        fine, holistic = plan.granularity == "fine", plan.granularity == "holistic"
+        return (self.fine_body(plan) if fine else self.single_body(holistic)), fine, holistic
+
+    async def verify_by_logprobs(self, plan: Plan) -> list[list[float]] | None:
+        """Each v(u, s) asked alone and read from the yes/no probabilities (assay's small-judge mode)."""
+        body, fine, holistic = self.questions_body(plan)
+        subs, out = self.recipe.subdimensions, self.info.output_name
+        asks = []
+        for unit in plan.units:
+            target = unit_target(self.recipe.unit, unit if fine else None, out)
+            asks += [(f"{sub.name}, {unit.id}", build_question(self.recipe, sub, body, target=target,
+                                                               holistic=holistic, fine=fine)) for sub in subs]
+        results = await self.ask_positions("verify", asks, read_decision)
+        if not all(p.ok for p in results):
+            return self.undecided(results)
+        k = len(subs)
+        rows = [results[i:i + k] for i in range(0, len(results), k)]
+        self.trace["p_yes"] = [[round(p.value.p_yes / (p.value.p_yes + p.value.p_no), 4) for p in row] for row in rows]
+        return [[p.value.v for p in row] for row in rows]
+
+    async def rate_by_logprobs(self, plan: Plan) -> list[list[float]] | None:
+        """w/o SV in this mode: the most probable rating digit 1-5 per unit."""
+        body, fine, holistic = self.questions_body(plan)
+        key = "scalar rating"
+        asks = [(f"{key}, {u.id}", build_rating_question(
+            self.recipe, body, target=unit_target(self.recipe.unit, u if fine else None, self.info.output_name),
+            dimension=self.label, holistic=holistic, fine=fine)) for u in plan.units]
+        results = await self.ask_positions("verify", asks, lambda pos: read_digit_argmax(pos, RATING_LOW, RATING_HIGH))
+        if not all(p.ok for p in results):
+            return self.undecided(results)
+        self.trace["ratings"] = [p.value for p in results]
+        return [[rating_to_unit_interval(p.value, RATING_LOW, RATING_HIGH)] for p in results]
+
+    async def importance_weights(self) -> Parsed:
+        """w(s) from one importance digit per sub-dimension (probability-weighted mean 0-9)."""
+        body = self.single_body(False)
+        asks = [(f"importance of {sub.name}", build_importance(self.recipe, i, body, dimension=self.label,
+                                                               output_name=self.info.output_name, holistic=False))
+                for i, sub in enumerate(self.recipe.subdimensions)]
+        results = await self.ask_positions("weights", asks, lambda pos: read_digit_mean(pos, 0, 9))
+        bad = [p for p in results if not p.ok]
+        if bad:
+            return Parsed(None, bad[0].error, "")
+        return Parsed([round(p.value, 6) for p in results], None, "")
