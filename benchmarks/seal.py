@@ -13,6 +13,7 @@ sub-dimension) is not run, and the table says so.
 
     python benchmarks/seal.py                       # the full benchmark (hours with the embedded judge)
     python benchmarks/seal.py --tc-docs 2 --se-docs 1 --qags 12 --max-reasks 1   # a smaller slice
+    python benchmarks/seal.py --decisions logprobs ...   # one question per call (assay's small-judge mode)
 
 Runs are stored under ``--work`` and resumed, so an interrupted benchmark continues where it stopped.
 """
@@ -152,13 +153,15 @@ def main() -> None:
     ap.add_argument("--ablations", default="no_units,no_subdims,uniform_weights")
     ap.add_argument("--real-uniform", action="store_true", help="run w/o weighting for real instead of offline")
     ap.add_argument("--max-reasks", type=int, default=2)
+    ap.add_argument("--decisions", choices=["batched", "logprobs"], default="batched",
+                    help="batched: the paper's JSON answers; logprobs: one question per call (small judges)")
     ap.add_argument("--judge", default="llamacpp:smollm2")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--work", default="/tmp/assay-seal-bench")
     args = ap.parse_args()
-    work = Path(args.work)
+    work = Path(args.work) / args.decisions
     ablations = [a for a in args.ablations.split(",") if a]
-    base = {"max_reasks": args.max_reasks}
+    base = {"max_reasks": args.max_reasks, "decisions": args.decisions}
     corr = ["| set | variant | dimension | scored | r | rho | tau | docs |", "|---|---|---|---|---|---|---|---|"]
     cost = ["| set | variant | dimension | decompose calls | decompose tok | verify calls | verify tok | weights calls"
             " | weights tok | stage-1 tok (attributable) | holistic | re-asked calls | w fallback | w renorm |",
@@ -196,6 +199,7 @@ def main() -> None:
                             " | | | |")
             else:
                 corr += table(name, "w/o weighting (offline)", full, hum, uniform=True)
+        print(f"[{name} done]\n" + "\n".join(corr[2:]), flush=True)
     print("\n## Correlations\n\n" + "\n".join(corr))
     print("\n## Cost per (sample, dimension), by stage (calls include cache hits; tokens are of real calls)\n\n"
           + "\n".join(cost))

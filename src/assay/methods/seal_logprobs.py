@@ -48,14 +48,19 @@ def build_question(recipe: Recipe, sub: SubDimension, body: list[str], *, target
 
 def build_importance(recipe: Recipe, index: int, body: list[str], *, dimension: str, output_name: str,
                      holistic: bool) -> Ask:
-    """How much sub-dimension ``index`` matters here, as one digit from 0 to 9 (the weights, eq. 5)."""
+    """How much sub-dimension ``index`` matters here, as one digit from 0 to 9 (the weights, eq. 5).
+
+    It opens like the verification questions (same intro, same texts), so a local judge reuses their
+    evaluated prefix.
+    """
     sub = recipe.subdimensions[index]
+    intro = (recipe.holistic_intro or recipe.intro) if holistic else recipe.intro
     question = sub.holistic_question() if holistic else sub.question
     prompt = join_parts(
-        f"You will weigh the criteria used to judge the {dimension} of the {output_name} below.", *body,
+        intro, *body,
         f"Criterion Q{index + 1} ({sub.name}): {question}",
-        f"How much does this criterion matter for the {dimension} of this {output_name}, from 0 (not at all) "
-        "to 9 (essential)? Answer with one digit and nothing else.")
+        f"Do not answer it. How much does this criterion matter for the {dimension} of this {output_name}, "
+        "from 0 (not at all) to 9 (essential)? Answer with one digit and nothing else.")
     return Ask(prompt, "one digit 0-9", 1)
 
 
