@@ -356,3 +356,17 @@ def test_logprob_mode_asks_every_unit_and_fails_on_an_undecided_one():
 def test_logprob_mode_needs_a_logprob_judge():
     with pytest.raises(ConfigError, match="log-probabilities"):
         run("qags-xsum", ScriptedJudge([]), limit=1, options={"decisions": "logprobs"})
+
+
+def test_cli_flags_map_onto_the_options():
+    from assay.cli.options import flags_to_options
+    from assay.methods.seal import Seal, SealOptions
+
+    flags = ["--no-units", "--uniform-weights", "--recipe", "consistency=summary-consistency-facts",
+             "--threshold-facts", "5", "--decisions", "logprobs", "--max-reasks", "1"]
+    settings = Seal(flags_to_options(flags, SealOptions, "seal")).settings()
+    assert settings["no_units"] and settings["uniform_weights"] and not settings["no_subdims"]
+    assert settings["recipe"] == ["consistency=summary-consistency-facts"]
+    assert (settings["threshold_facts"], settings["decisions"], settings["max_reasks"]) == (5, "logprobs", 1)
+    with pytest.raises(ConfigError):
+        Seal({"recipe": ["no-equals-sign"]})
