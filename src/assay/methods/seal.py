@@ -1,0 +1,204 @@
+"""SEAL (Structured Evaluation via LLMs): unit-level binary verification with deterministic aggregation.
+
+Algorithm 1 of the SEAL paper, per (sample, dimension):
+
+1. decompose the output into semantic units (sentences, adjacent sentence pairs, monadic facts, or
+   the response/triple as one unit), judging it as one holistic unit when it has fewer than n units;
+2. ask a binary decision v(u, s) for every unit and sub-dimension, in batched JSON answers;
+3. have the judge weigh the sub-dimensions, w(s) per (input, output, dimension);
+4. aggregate deterministically: unit score = sum_s w(s) v(u, s), dimension score = mean over units.
+
+The prompts, parsers and arithmetic are pure functions in ``seal_*`` modules; this module only
+sequences them around judge calls, shares stage-1 results across dimensions and samples, and records
+everything in the trace.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+from collections.abc import Awaitable, Callable
+from typing import Any, Literal
+
+from pydantic import Field
+
+from assay.errors import ConfigError
+from assay.methods.base import Method, MethodOptions, RunContext, StageUsage
+from assay.methods.seal_prompts import Ask
+from assay.methods.seal_run import SealRun, Stage1, ask_judge
+from assay.methods.seal_spec import Recipe, Spec, load_spec, parse_overrides
+from assay.methods.seal_units import (
+    FACT_PREFIX,
+    build_fact_prompt,
+    build_split_prompt,
+    parse_facts,
+    parse_split,
+    split_sentences,
+)
+from assay.types import Dimension, Judgment, Sample, Usage
+
+
+class SealOptions(MethodOptions):
+    """Options of SEAL.
+
+    Attributes:
+        spec: Path of a spec YAML replacing the shipped one (``assay/artifacts/seal/spec.yaml``).
+        recipe: ``DIMENSION=RECIPE`` overrides of the spec's dataset mapping (repeatable), e.g.
+            ``consistency=summary-consistency-facts`` to judge QAGS fact by fact.
+        sentence_splitter: ``pysbd`` (deterministic, default) or ``llm`` (the paper's Table 21 stage 1).
+        decisions: ``batched`` (the paper's JSON answers, Tables 22-25) or ``logprobs`` (assay's mode for
+            small local judges: one question per call, decided by the yes/no probabilities).
+        threshold_sentences / threshold_facts: Override Table 19's n (3 sentences, 6 facts).
+        no_units: Ablation w/o SD: the whole output is one unit.
+        no_subdims: Ablation w/o SV: one scalar rating per unit instead of binary sub-dimension decisions.
+        uniform_weights: Ablation w/o weighting: uniform weights, the judge is not asked for any.
+        max_reasks: Re-asks after a malformed or misaligned answer, per request.
+        temperature: Decoding temperature (the paper uses 0).
+        answer_slack: Tokens allowed beyond the expected answer's size.
+        fact_max_tokens / source_fact_max_tokens: Token budgets of fact extraction for outputs and
+            references, and for sources.
+    """
+
+    spec: str | None = None
+    recipe: list[str] = Field(default_factory=list)
+    sentence_splitter: Literal["pysbd", "llm"] = "pysbd"
+    decisions: Literal["batched", "logprobs"] = "batched"
+    threshold_sentences: int | None = Field(default=None, ge=1)
+    threshold_facts: int | None = Field(default=None, ge=1)
+    no_units: bool = False
+    no_subdims: bool = False
+    uniform_weights: bool = False
+    max_reasks: int = Field(default=2, ge=0, le=5)
+    temperature: float = Field(default=0.0, ge=0.0)
+    answer_slack: int = Field(default=32, ge=8)
+    fact_max_tokens: int = Field(default=320, ge=32)
+    source_fact_max_tokens: int = Field(default=900, ge=32)
+
+
+def _key(*parts: str) -> str:
+    return hashlib.sha256("\x00".join(parts).encode()).hexdigest()
+
+
+class Seal(Method):
+    """SEAL: semantic units, binary sub-dimension verification, judge-estimated weights, equations 6-7."""
+
+    name = "seal"
+    Options = SealOptions
+    options: SealOptions
+
+    def __init__(self, options: MethodOptions | dict[str, Any] | None = None) -> None:
+        super().__init__(options)
+        self._spec: Spec | None = None
+        self._spec_text = ""
+        self._overrides = parse_overrides(self.options.recipe)
+        self._stage1: dict[str, asyncio.Future[Stage1]] = {}
+
+    # ------------------------------------------------------------------ set-up
+    def spec(self) -> Spec:
+        """The spec in use (loaded on first use)."""
+        if self._spec is None:
+            self._spec, self._spec_text = load_spec(self.options.spec)
+        return self._spec
+
+    def recipe_of(self, dataset: str, dimension: str) -> tuple[str, Recipe]:
+        return self.spec().recipe_for(dataset, dimension, self._overrides)
+
+    def threshold(self, recipe: Recipe) -> int | None:
+        """n for a multi-unit recipe: the option if given, else the spec (Table 19)."""
+        n = self.spec().threshold(recipe)
+        if n is None:
+            return None
+        option = self.options.threshold_sentences if recipe.unit != "monadic_fact" else self.options.threshold_facts
+        return option or n
+
+    async def prepare(self, ctx: RunContext) -> dict[str, Any]:
+        """Load the spec, resolve every dimension's recipe (failing early), store the spec as an artifact."""
+        spec = self.spec()
+        if self.options.decisions == "logprobs" and not ctx.judge.supports_logprobs:
+            raise ConfigError(f"seal: --decisions logprobs needs a judge with log-probabilities; "
+                              f"{ctx.judge.identity.label} gives none (use --decisions batched)")
+        digest = ctx.artifacts("seal-spec", self._spec_text)
+        recipes = {}
+        for dim in ctx.dimensions:
+            name, recipe = self.recipe_of(ctx.dataset.name, dim.name)
+            recipes[dim.name] = {"recipe": name, "unit": recipe.unit, "threshold": self.threshold(recipe),
+                                 "subdimensions": [s.name for s in recipe.subdimensions],
+                                 "answer": recipe.answer, "weights": recipe.weights}
+        return {"seal_spec": {"name": spec.name, "version": spec.version, "sha256": digest,
+                              "path": self.options.spec or "shipped", "source": spec.source},
+                "seal_recipes": recipes, "seal_ablations": self.ablations(), "seal_decisions": self.options.decisions}
+
+    def ablations(self) -> dict[str, bool]:
+        o = self.options
+        return {"w/o SD (no_units)": o.no_units, "w/o SV (no_subdims)": o.no_subdims,
+                "w/o weighting (uniform_weights)": o.uniform_weights}
+
+    # ------------------------------------------------------------------ stage 1, shared
+    async def shared(self, key: str, factory: Callable[[], Awaitable[Stage1]]) -> tuple[Stage1, bool]:
+        """A stage-1 result computed once per run and text, even when asked for concurrently.
+
+        Returns:
+            The result and whether this caller started its computation (and so pays for it).
+        """
+        task = self._stage1.get(key)
+        created = task is None
+        if task is None:
+            task = asyncio.ensure_future(factory())
+            self._stage1[key] = task
+        try:
+            return await asyncio.shield(task), created
+        except Exception:
+            if task.done() and self._stage1.get(key) is task:
+                self._stage1.pop(key, None)  # a failed call is retried by the next caller, not cached
+            raise
+
+    async def sentences(self, text: str, label: str, ctx: RunContext) -> tuple[Stage1, bool]:
+        """The output's sentences: pysbd, or the judge (Table 21 stage 1) with a recorded pysbd fallback."""
+        if self.options.sentence_splitter == "pysbd":
+            return Stage1(split_sentences(text)), False
+
+        async def split() -> Stage1:
+            usage = StageUsage()
+            ask = Ask(build_split_prompt(self.spec().split_prompt, text, label), '{"sentences": ["...", "..."]}',
+                      self.options.fact_max_tokens)
+            value, attempts = await ask_judge(ctx.judge, ask, lambda a: parse_split(a, text), stage="decompose",
+                                              usage=usage, max_reasks=self.options.max_reasks,
+                                              temperature=self.options.temperature)
+            spent = usage.by_stage.get("decompose", Usage())
+            if value is not None:
+                return Stage1(value, how="llm", attempts=attempts, usage=spent)
+            ctx.note("fallback", "seal: the judge's sentence split was unusable; pysbd sentences used instead")
+            return Stage1(split_sentences(text), how=f"pysbd (llm split failed: {attempts[-1]['error']})",
+                          attempts=attempts, usage=spent)
+
+        return await self.shared(_key("split", label, text), split)
+
+    async def facts(self, role: str, text: str, label: str, ctx: RunContext) -> tuple[Stage1, bool]:
+        """Monadic facts of one text (output, source or reference), extracted once and shared."""
+        budget = self.options.source_fact_max_tokens if role == "source" else self.options.fact_max_tokens
+
+        async def extract() -> Stage1:
+            usage = StageUsage()
+            ask = Ask(build_fact_prompt(self.spec().fact_prompt, text, label), '{"facts": ["...", "..."]}', budget)
+            value, attempts = await ask_judge(ctx.judge, ask, lambda a: parse_facts(a, text, FACT_PREFIX[role]),
+                                              stage="decompose", usage=usage, max_reasks=self.options.max_reasks,
+                                              temperature=self.options.temperature)
+            spent = usage.by_stage.get("decompose", Usage())
+            if value is None:
+                return Stage1(None, error=str(attempts[-1]["error"]), how="llm", attempts=attempts, usage=spent)
+            return Stage1(value["facts"], how="llm", attempts=attempts, usage=spent, dropped=value["dropped"])
+
+        return await self.shared(_key("facts", role, label, text), extract)
+
+    # ------------------------------------------------------------------ per judgment
+    async def score(self, sample: Sample, dimension: Dimension, ctx: RunContext) -> Judgment:
+        name, recipe = self.recipe_of(ctx.dataset.name, dimension.name)
+        run = SealRun(self, sample, dimension, ctx, recipe)
+        run.trace.update({"recipe": name, "unit_type": recipe.unit, "score_range": [0.0, 1.0],
+                          "decisions_by": self.options.decisions, "ablations": self.ablations()})
+        score, error = await run.execute()
+        return self.judgment(sample, dimension, ctx, score=score, trace=run.trace, usage=run.usage.by_stage,
+                             error=error)
+
+
+__all__ = ["Seal", "SealOptions"]
