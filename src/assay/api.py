@@ -13,12 +13,13 @@ from typing import Any
 
 from assay import __version__
 from assay.datasets import Dataset, load_dataset
+from assay.errors import ConfigError, did_you_mean
 from assay.executor import Progress, default_unit_concurrency, execute, order_units
 from assay.judges import DEFAULT_JUDGE, Judge, ManagedJudge, PriceTable, RetryPolicy, load_judge
 from assay.methods import Method, RunContext, make_method
 from assay.methods.base import content_hash
 from assay.store import RunStore
-from assay.types import Judgment, Usage
+from assay.types import Dimension, Judgment, Usage
 
 
 @dataclass
@@ -64,7 +65,8 @@ def evaluate(
         data: A Dataset, or a dataset spec for :func:`assay.datasets.load_dataset`.
         method: A method name (``direct``, ``geval``, ``checkeval``, ``seal``, ``gereval``) or instance.
         judge: A judge spec string (see :mod:`assay.judges`) or a Judge.
-        dimensions: Dimension names; the dataset's default ones if None.
+        dimensions: Dimension names; the dataset's default ones if None (or, for a method that brings
+            its own dimensions such as GER-Eval's rubric criteria, all of those).
         run_dir: Where the run is stored; a temporary directory if None.
         options: The method's options (validated; unknown keys are an error).
         judge_options: Backend options (``n_threads``, ``timeout``, ...).
@@ -101,8 +103,8 @@ async def evaluate_async(
     """The async form of :func:`evaluate`, for callers that already run an event loop."""
     dataset = load_dataset(data) if isinstance(data, str) else data
     dataset = dataset.select(limit=limit, docs=docs)
-    dims = dataset.dimensions(dimensions)
     meth = make_method(method, options) if isinstance(method, str) else method
+    dims = _dimensions(meth, dataset, dimensions)
     run_path = Path(run_dir) if run_dir is not None else Path(tempfile.mkdtemp(prefix="assay-run-"))
     bare = load_judge(judge, **(judge_options or {})) if isinstance(judge, str) else judge
     store = RunStore(run_path)
@@ -157,3 +159,18 @@ async def evaluate_async(
     finally:
         await managed.aclose()
         store.close()
+
+
+def _dimensions(meth: Method, dataset: Dataset, names: list[str] | None) -> list[Dimension]:
+    """The run's dimensions: the method's own (e.g. rubric criteria) if it has them, else the dataset's."""
+    own = meth.dimensions(dataset)
+    if own is None:
+        return dataset.dimensions(names)
+    if not names:
+        return own
+    by_name = {d.name: d for d in own}
+    unknown = [n for n in names if n not in by_name]
+    if unknown:
+        raise ConfigError(f"method {meth.name!r} judges no dimension {unknown[0]!r}."
+                          + did_you_mean(unknown[0], list(by_name)))
+    return [by_name[n] for n in names]
