@@ -5,20 +5,30 @@ The public API::
     import assay
     result = assay.evaluate("topical-chat", method="geval", judge="llamacpp:smollm2", limit=12)
     df = result.to_pandas()
+    table = assay.meta_evaluate(result.run_dir)
 """
 
 from __future__ import annotations
 
 __version__ = "0.1.0"
 
-from assay.api import RunResult, evaluate, evaluate_async  # noqa: E402
-from assay.datasets import Dataset, list_datasets, load_dataset  # noqa: E402
-from assay.judges import load_judge  # noqa: E402
-from assay.methods import get_method, method_names  # noqa: E402
-from assay.store import RunStore  # noqa: E402
-from assay.types import Dimension, Judgment, Sample, Scale, Usage  # noqa: E402
+from assay.api import RunResult, evaluate, evaluate_async
+from assay.datasets import Dataset, list_datasets, load_dataset
+from assay.judges import load_judge
+from assay.methods import get_method, method_names
+from assay.store import RunStore
+from assay.types import Dimension, Judgment, Sample, Scale, Usage
+
+
+def meta_evaluate(*args: object, **kwargs: object) -> object:
+    """Correlations of a run (or scores file) with human ratings; see :func:`assay.meta.meta_evaluate`."""
+    from assay.meta import meta_evaluate as _meta_evaluate
+
+    return _meta_evaluate(*args, **kwargs)  # type: ignore[arg-type]
+
 
 __all__ = [
     "Dataset", "Dimension", "Judgment", "RunResult", "RunStore", "Sample", "Scale", "Usage", "__version__",
-    "evaluate", "evaluate_async", "get_method", "list_datasets", "load_dataset", "load_judge", "method_names",
+    "evaluate", "evaluate_async", "get_method", "list_datasets", "load_dataset", "load_judge", "meta_evaluate",
+    "method_names",
 ]

@@ -19,7 +19,7 @@ from assay.judges import DEFAULT_JUDGE, Judge, ManagedJudge, PriceTable, RetryPo
 from assay.methods import Method, RunContext, make_method
 from assay.methods.base import content_hash
 from assay.store import RunStore
-from assay.types import Dimension, Judgment, Usage
+from assay.types import Dimension, Judgment, Sample, Usage
 
 
 @dataclass
@@ -43,11 +43,11 @@ class RunResult:
 
 
 def evaluate(
-    data: Dataset | str,
+    data: Dataset | str | list[Sample],
     *,
     method: str | Method = "direct",
     judge: str | Judge = DEFAULT_JUDGE,
-    dimensions: list[str] | None = None,
+    dimensions: list[str] | list[Dimension] | None = None,
     run_dir: str | Path | None = None,
     options: dict[str, Any] | None = None,
     judge_options: dict[str, Any] | None = None,
@@ -62,11 +62,12 @@ def evaluate(
     """Judge a dataset's samples with a method and a judge; resume if ``run_dir`` holds this run.
 
     Args:
-        data: A Dataset, or a dataset spec for :func:`assay.datasets.load_dataset`.
+        data: A Dataset, a dataset spec for :func:`assay.datasets.load_dataset`, or a list of
+            Samples (then ``dimensions`` must be Dimension objects).
         method: A method name (``direct``, ``geval``, ``checkeval``, ``seal``, ``gereval``) or instance.
         judge: A judge spec string (see :mod:`assay.judges`) or a Judge.
-        dimensions: Dimension names; the dataset's default ones if None (or, for a method that brings
-            its own dimensions such as GER-Eval's rubric criteria, all of those).
+        dimensions: Dimension names (or Dimension objects); the dataset's default ones if None (or,
+            for a method that brings its own dimensions such as GER-Eval's rubric criteria, all of those).
         run_dir: Where the run is stored; a temporary directory if None.
         options: The method's options (validated; unknown keys are an error).
         judge_options: Backend options (``n_threads``, ``timeout``, ...).
@@ -84,11 +85,11 @@ def evaluate(
 
 
 async def evaluate_async(
-    data: Dataset | str,
+    data: Dataset | str | list[Sample],
     *,
     method: str | Method = "direct",
     judge: str | Judge = DEFAULT_JUDGE,
-    dimensions: list[str] | None = None,
+    dimensions: list[str] | list[Dimension] | None = None,
     run_dir: str | Path | None = None,
     options: dict[str, Any] | None = None,
     judge_options: dict[str, Any] | None = None,
@@ -101,18 +102,16 @@ async def evaluate_async(
     on_update: Callable[[Progress, ManagedJudge], None] | None = None,
 ) -> RunResult:
     """The async form of :func:`evaluate`, for callers that already run an event loop."""
-    dataset = load_dataset(data) if isinstance(data, str) else data
+    dataset, dim_names = _as_dataset(data, dimensions)
     dataset = dataset.select(limit=limit, docs=docs)
     meth = make_method(method, options) if isinstance(method, str) else method
-    dims = _dimensions(meth, dataset, dimensions)
+    dims = _dimensions(meth, dataset, dim_names)
     run_path = Path(run_dir) if run_dir is not None else Path(tempfile.mkdtemp(prefix="assay-run-"))
     bare = load_judge(judge, **(judge_options or {})) if isinstance(judge, str) else judge
     store = RunStore(run_path)
     managed = ManagedJudge(bare, cache=store, concurrency=concurrency, retry=retry, prices=prices)
     try:
-        detect = getattr(bare, "detect_logprobs", None)
-        if detect is not None:
-            await detect()
+        await _detect_capabilities(bare, store)
         notes: list[tuple[str, str]] = []
 
         def note(kind: str, message: str) -> None:
@@ -143,13 +142,15 @@ async def evaluate_async(
         units = order_units(dataset.samples, dims, store.done_units())
         if on_start:
             on_start(len(units), len(dataset.samples) * len(dims) - len(units))
-        _, progress = await execute(
-            meth, units, ctx, store, concurrency=default_unit_concurrency(managed),
-            on_update=(lambda p: on_update(p, managed)) if on_update else None)
-        sessions = store.get_meta("usage_sessions") or []
-        sessions.append({k: v.model_dump() for k, v in managed.ledger.by_stage.items()}
-                        | {"_retries": managed.ledger.retries, "_failures": managed.ledger.failures})
-        store.set_meta("usage_sessions", sessions)
+        try:
+            _, progress = await execute(
+                meth, units, ctx, store, concurrency=default_unit_concurrency(managed),
+                on_update=(lambda p: on_update(p, managed)) if on_update else None)
+        finally:  # usage is kept even when the run is interrupted
+            sessions = store.get_meta("usage_sessions") or []
+            sessions.append({k: v.model_dump() for k, v in managed.ledger.by_stage.items()}
+                            | {"_retries": managed.ledger.retries, "_failures": managed.ledger.failures})
+            store.set_meta("usage_sessions", sessions)
         manifest = store.manifest() or manifest
         manifest["notes"] = store.notes()
         store.set_meta("manifest", manifest)
@@ -159,6 +160,29 @@ async def evaluate_async(
     finally:
         await managed.aclose()
         store.close()
+
+
+async def _detect_capabilities(judge: Judge, store: RunStore) -> None:
+    """Ask the judge once whether it gives log-probabilities; a resumed run reuses the recorded answer."""
+    detect = getattr(judge, "detect_logprobs", None)
+    if detect is None:
+        return
+    old = store.manifest()
+    known = None
+    if old is not None and old.get("judge") == judge.identity.model_dump(mode="json") and "judge_logprobs" in old:
+        known = bool(old["judge_logprobs"])
+    await detect(known)
+
+
+def _as_dataset(data: Dataset | str | list[Sample],
+                dimensions: list[str] | list[Dimension] | None) -> tuple[Dataset, list[str] | None]:
+    """The dataset to run and the dimension names to judge, from whatever the caller passed."""
+    objects = [d for d in dimensions or [] if isinstance(d, Dimension)]
+    names = [d.name if isinstance(d, Dimension) else d for d in dimensions] if dimensions else None
+    if isinstance(data, list):
+        return Dataset.from_samples(data, objects), names
+    dataset = load_dataset(data) if isinstance(data, str) else data
+    return dataset, names
 
 
 def _dimensions(meth: Method, dataset: Dataset, names: list[str] | None) -> list[Dimension]:

@@ -23,7 +23,8 @@ out = Console()
 
 JudgeOpt = Annotated[str, typer.Option("--judge", "-j", envvar="ASSAY_JUDGE",
                                        help="Judge spec: llamacpp:smollm2, openai:MODEL, openai:MODEL@URL, replay:RUN")]
-JudgeOpts = Annotated[list[str] | None, typer.Option("--judge-opt", help="Backend option KEY=VALUE (n_threads=2, timeout=60)")]
+JudgeOpts = Annotated[list[str] | None,
+                      typer.Option("--judge-opt", help="Backend option KEY=VALUE (n_threads=2, timeout=60)")]
 
 
 def judge_options(pairs: list[str] | None) -> dict[str, Any]:
@@ -54,9 +55,12 @@ def _convert(value: str) -> Any:
 @app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
 def run(
     ctx: typer.Context,
-    method: Annotated[str, typer.Option("--method", "-m", help="direct, geval, checkeval, seal, gereval")] = "direct",
-    dataset: Annotated[str, typer.Option("--dataset", "-d", help="Name, NAME:PATH, or a dataset spec .yaml")] = "topical-chat",
-    dimension: Annotated[list[str] | None, typer.Option("--dimension", help="Repeatable; default: the dataset's")] = None,
+    method: Annotated[str, typer.Option("--method", "-m", help="direct, geval, checkeval, seal, gereval")]
+    = "direct",
+    dataset: Annotated[str, typer.Option("--dataset", "-d", help="Name, NAME:PATH, or a dataset spec .yaml")]
+    = "topical-chat",
+    dimension: Annotated[list[str] | None, typer.Option("--dimension", help="Repeatable; default: the dataset's")]
+    = None,
     judge: JudgeOpt = "llamacpp:smollm2",
     judge_opt: JudgeOpts = None,
     limit: Annotated[int | None, typer.Option(help="Judge only the first N samples")] = None,
@@ -128,6 +132,12 @@ def _print_run(result: Any) -> None:
     toks = sum(u.prompt_tokens for u in usage.values()), sum(u.completion_tokens for u in usage.values())
     out.print(f"calls {total_calls} (+{cached} from cache), tokens {toks[0]} prompt / {toks[1]} completion; "
               f"run stored in {result.run_dir}")
+    if len(usage) > 1:
+        out.print("by stage: " + "; ".join(
+            f"{stage} {u.calls} calls, {u.prompt_tokens}/{u.completion_tokens} tok, {u.latency_s:.1f} s"
+            + (f", ${u.cost_usd:.4f}" if u.cost_usd else "") for stage, u in usage.items()))
+    elif any(u.cost_usd for u in usage.values()):
+        out.print(f"cost ${sum(u.cost_usd for u in usage.values()):.4f}")
     for n in result.notes:
         out.print(f"[yellow]note ({n['kind']}, x{n['count']}):[/] {n['message']}")
     if result.progress.failed:
@@ -194,7 +204,7 @@ def judges(spec: Annotated[str, typer.Argument(help="Judge spec to check")] = "l
 
 
 @app.command()
-def export(run_dir: Path, format: Annotated[str, typer.Option("--format", "-f")] = "jsonl",  # noqa: A002
+def export(run_dir: Path, format: Annotated[str, typer.Option("--format", "-f")] = "jsonl",
            output: Annotated[Path | None, typer.Option("--output", "-o")] = None) -> None:
     """Export a run's judgments as JSONL, CSV or Parquet."""
     from assay.store import RunStore
@@ -224,13 +234,12 @@ _register_subcommands()
 def main() -> None:
     """Entry point: user errors print as one clear message, not a traceback."""
     try:
-        app(standalone_mode=False)
+        code = app(standalone_mode=False)  # typer returns 130 for Ctrl-C and the code of typer.Exit
     except AssayError as exc:
         console.print(f"[red]error:[/] {exc}")
         sys.exit(1)
     except (KeyboardInterrupt, click.exceptions.Abort):
-        console.print("[yellow]interrupted[/]: finished judgments are stored; re-run the same command to resume.")
-        sys.exit(130)
+        code = 130
     except (typer.Exit, SystemExit) as exc:
         code = getattr(exc, "exit_code", getattr(exc, "code", 0))
         sys.exit(code)
@@ -239,3 +248,7 @@ def main() -> None:
             exc.show()
             sys.exit(exc.exit_code)
         raise
+    if code == 130:
+        console.print("[yellow]interrupted[/]: finished judgments are stored; re-run the same command to resume.")
+    if isinstance(code, int) and code:
+        sys.exit(code)

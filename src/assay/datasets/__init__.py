@@ -54,6 +54,23 @@ class Dataset:
             samples = samples[:limit]
         return replace(self, samples=samples)
 
+    @classmethod
+    def from_samples(
+        cls, samples: list[Sample], dimensions: list[Dimension], *, name: str = "custom",
+        task: str = "Evaluate the quality of generated text.", input_name: str = "input",
+        output_name: str = "output", level: str = "dataset",
+    ) -> Dataset:
+        """A dataset from Samples built in Python; its hash covers the samples' content."""
+        if not dimensions:
+            raise ConfigError("samples given directly need their Dimension objects (dimensions=[Dimension(...)])")
+        check_unique(samples, "<samples>")
+        info = DatasetInfo(
+            name=name, loader="python", file="", task=task, input_name=input_name, output_name=output_name,
+            dimensions=tuple(dimensions), default_dimensions=tuple(d.name for d in dimensions),
+            level=level, contrast_field=dimensions[0].name, provenance="samples passed from Python")
+        blob = "\n".join(s.model_dump_json() for s in samples).encode()
+        return cls(info=info, samples=list(samples), sha256=hashlib.sha256(blob).hexdigest(), path="<python>")
+
     def dimensions(self, names: list[str] | None = None) -> list[Dimension]:
         """The named dimensions (checked), or the dataset's default ones."""
         return [self.info.dimension(n) for n in (names or self.info.default_dimensions)]

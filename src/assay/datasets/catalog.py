@@ -122,7 +122,8 @@ _HELPSTEER_DIMS = (
 _SUMPUBMED_DIMS = (
     Dimension(name="FN", scale=LIKERT10, definition="Fluency and naturalness of the summary's language."),
     Dimension(name="Non-Re", scale=LIKERT10, definition="Non-redundancy: the summary does not repeat content."),
-    Dimension(name="Coh", scale=LIKERT10, definition="Coherence: the summary is well structured and logically ordered."),
+    Dimension(name="Coh", scale=LIKERT10,
+              definition="Coherence: the summary is well structured and logically ordered."),
     Dimension(name="Read", scale=LIKERT10, definition="Readability: the summary is easy to read and understand."),
     Dimension(name="IOF", scale=LIKERT10, definition=(
         "Informativeness, overlap and focus: the summary covers the article's key content and stays on it.")),

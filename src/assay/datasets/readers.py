@@ -35,7 +35,7 @@ def read_records(path: str | Path) -> list[Record]:
         text = _read_text(path)
     except InputError:
         raise
-    except Exception as exc:  # noqa: BLE001 - any decoding failure is the user's file
+    except Exception as exc:
         raise InputError(f"cannot read file: {exc}", file=str(path)) from exc
     if name.endswith(".jsonl"):
         return _jsonl(text, path)

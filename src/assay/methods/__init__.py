@@ -10,7 +10,7 @@ from typing import Any
 from assay.errors import ConfigError, did_you_mean
 from assay.methods.base import Method, MethodOptions, RunContext
 
-__all__ = ["Method", "MethodOptions", "RunContext", "get_method", "method_names", "make_method"]
+__all__ = ["Method", "MethodOptions", "RunContext", "get_method", "make_method", "method_names"]
 
 # Built-ins are declared exactly like plugins: "module:Class", imported on first use.
 _BUILTIN = {

@@ -5,28 +5,45 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from assay.store import RunStore
+# The two correlations the papers print at each level: sample-level rho and tau (G-Eval and
+# CheckEval on SummEval), turn/dataset-level r and rho (Topical-Chat, QAGS).
+_LEVEL_MEASURES = {"sample": ("spearman", "kendall"), "system": ("pearson", "spearman"),
+                   "dataset": ("pearson", "spearman")}
 
 
 def run_summary(run_dir: str | Path) -> dict[str, Any]:
-    """Per dimension: units judged, share scored, mean score, and Spearman/Pearson with the human ratings.
+    """Per dimension (and their average): units judged, share scored, mean score, correlations with humans.
 
-    Correlations here pool all judged items (dataset level) as a first look; ``assay meta``
-    computes them at the dataset's conventional level with intervals.
+    Correlations are computed by :mod:`assay.meta` at the dataset's conventional level (sample-level
+    for SummEval, dataset/turn-level for the dialogue sets and QAGS); ``assay meta RUN_DIR`` adds
+    intervals, the third measure and agreement.
     """
-    from scipy import stats
+    from assay.meta.evaluate import choose_level, correlation_rows
+    from assay.meta.inputs import read_run
 
-    with RunStore(run_dir, readonly=True) as store:
-        df = store.to_pandas()
+    table = read_run(run_dir)
+    level, reason = choose_level(table, None)
+    measures = _LEVEL_MEASURES[level]
+    dims = table.dimensions()
     rows = []
-    for dim, g in df.groupby("dimension", sort=False):
-        scored = g.dropna(subset=["score"])
-        both = scored.dropna(subset=["human"])
-        rho = r = None
-        if len(both) >= 3 and both["score"].nunique() > 1 and both["human"].nunique() > 1:
-            rho = float(stats.spearmanr(both["score"], both["human"]).statistic)
-            r = float(stats.pearsonr(both["score"], both["human"]).statistic)
-        rows.append([dim, len(g), len(scored) / len(g) if len(g) else None,
-                     float(scored["score"].mean()) if len(scored) else None, rho, r])
-    return {"columns": ["dimension", "judged", "coverage", "mean score", "spearman", "pearson"], "rows": rows,
-            "level_note": "correlations pool all judged items; `assay meta RUN_DIR` gives the papers' levels"}
+    skipped: list[str] = []
+    partial = ""
+    for r in correlation_rows(table, level, measures, dims):
+        # no mean score on the average row: dimensions may have different scales
+        mean = float("nan") if r["dimension"] == "average" else table.dim(r["dimension"])["score"].mean()
+        rows.append([r["dimension"], r["items"], r["coverage"], None if mean != mean else float(mean),
+                     *[None if r[m] != r[m] else r[m] for m in measures]])
+        if r["dimension"] != "average" and r.get("skipped"):
+            skipped.append(f"{r['dimension']} {r['skipped']}")
+        if r["dimension"] == "average" and r.get("dimensions_averaged", len(dims)) < len(dims):
+            partial = f"the average row's correlations cover {r['dimensions_averaged']} of {len(dims)} dimensions"
+    note = f"{level}-level correlations ({reason})"
+    if level == "sample":
+        note += "; per document across systems, then averaged"
+        if skipped:
+            note += f"; documents skipped for constant scores: {', '.join(skipped)}"
+    if partial:
+        note += f"; {partial} (the others have none: constant scores or too few scored items)"
+    note += "; `assay meta RUN_DIR --bootstrap 1000` adds intervals and agreement"
+    return {"columns": ["dimension", "judged", "coverage", "mean score", *measures], "rows": rows,
+            "level_note": note}

@@ -1,0 +1,160 @@
+"""A scripted OpenAI-compatible HTTP server on loopback, for testing and benchmarking the HTTP judge path.
+
+It answers ``POST /v1/chat/completions`` and ``GET /v1/models``. Each request is answered by
+the next scripted behaviour (or the default one): a normal answer, an HTTP error with optional
+Retry-After, a slow answer, a dropped connection, or a malformed body. Every request it
+receives is logged (with its body), and optionally appended to a JSONL file so that another
+process can see what was asked.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    request_queue_size = 256  # many concurrent clients connect at once
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that went away (killed on purpose in tests) is not an error worth printing."""
+        return
+
+
+@dataclass
+class Behaviour:
+    """How to answer one request.
+
+    Attributes:
+        kind: "ok", "error", "slow", "drop" (close the connection without answering), "malformed".
+        status: HTTP status for "error".
+        retry_after: Retry-After header value for "error".
+        delay_s: Wait before answering ("ok" and "slow").
+        text: Answer text for "ok"; a function of the request body is also accepted.
+    """
+
+    kind: str = "ok"
+    status: int = 200
+    retry_after: float | None = None
+    delay_s: float = 0.0
+    text: str | Callable[[dict[str, Any]], str] = "3"
+
+
+@dataclass
+class FakeOpenAIServer:
+    """A threaded loopback server; use as a context manager, read ``url`` and ``requests``."""
+
+    default: Behaviour = field(default_factory=Behaviour)
+    log_path: Path | None = None
+    script: deque[Behaviour] = field(default_factory=deque)
+    requests: list[dict[str, Any]] = field(default_factory=list)
+    port: int = 0
+
+    def __post_init__(self) -> None:
+        self._lock = threading.Lock()
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: Any) -> None:  # keep test output clean
+                return
+
+            def do_GET(self) -> None:
+                self._json(200, {"object": "list", "data": [{"id": "fake-model", "object": "model"}]})
+
+            def do_POST(self) -> None:
+                length = int(self.headers.get("content-length", 0))
+                body = json.loads(self.rfile.read(length) or b"{}")
+                with server._lock:
+                    server.requests.append(body)
+                    behaviour = server.script.popleft() if server.script else server.default
+                if behaviour.kind == "drop":
+                    self.close_connection = True
+                    self.connection.close()
+                    return
+                if behaviour.delay_s:
+                    time.sleep(behaviour.delay_s)
+                if behaviour.kind == "error":
+                    headers = {"retry-after": str(behaviour.retry_after)} if behaviour.retry_after is not None else {}
+                    self._json(behaviour.status, {"error": {"message": f"scripted {behaviour.status}"}}, headers)
+                    return
+                if behaviour.kind == "malformed":
+                    self._raw(200, b"{not json", "application/json")
+                    return
+                text = behaviour.text(body) if callable(behaviour.text) else behaviour.text
+                self._json(200, completion(body, text))
+                if server.log_path is not None:
+                    with server._lock, server.log_path.open("a", encoding="utf-8") as fh:
+                        fh.write(json.dumps(body) + "\n")
+
+            def _json(self, status: int, obj: Any, headers: dict[str, str] | None = None) -> None:
+                self._raw(status, json.dumps(obj).encode(), "application/json", headers)
+
+            def _raw(self, status: int, data: bytes, ctype: str, headers: dict[str, str] | None = None) -> None:
+                self.send_response(status)
+                self.send_header("content-type", ctype)
+                self.send_header("content-length", str(len(data)))
+                for k, v in (headers or {}).items():
+                    self.send_header(k, v)
+                self.end_headers()
+                self.wfile.write(data)
+
+        self._server = _Server(("127.0.0.1", self.port), Handler)
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    @property
+    def url(self) -> str:
+        host, port = self._server.server_address[:2]
+        return f"http://{host}:{port}/v1"
+
+    def __enter__(self) -> FakeOpenAIServer:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+    def enqueue(self, *behaviours: Behaviour) -> None:
+        with self._lock:
+            self.script.extend(behaviours)
+
+
+def completion(body: dict[str, Any], text: str) -> dict[str, Any]:
+    """A chat.completion object answering ``text`` (with one-token logprobs when asked)."""
+    n = int(body.get("n", 1))
+    logprobs = None
+    if body.get("logprobs"):
+        k = int(body.get("top_logprobs") or 0)
+        alts = [{"token": text, "logprob": -0.1, "bytes": None}] + [
+            {"token": f"alt{i}", "logprob": -3.0 - i, "bytes": None} for i in range(max(0, k - 1))]
+        logprobs = {"content": [{"token": text, "logprob": -0.1, "bytes": None, "top_logprobs": alts[:k]}]}
+    return {
+        "id": "chatcmpl-fake", "object": "chat.completion", "created": int(time.time()),
+        "model": body.get("model", "fake-model"),
+        "choices": [{"index": i, "message": {"role": "assistant", "content": text},
+                     "finish_reason": "stop", "logprobs": logprobs} for i in range(n)],
+        "usage": {"prompt_tokens": 10, "completion_tokens": n, "total_tokens": 10 + n},
+    }
+
+
+def serve_forever(delay_s: float, port: int) -> None:
+    """Run a fake server in the foreground (``python -m assay.testing DELAY PORT``), for benchmarks."""
+    srv = FakeOpenAIServer(default=Behaviour(delay_s=delay_s), port=port)
+    print(f"listening on {srv.url}", flush=True)
+    srv._server.serve_forever()
+
+
+if __name__ == "__main__":
+    import sys
+
+    serve_forever(float(sys.argv[1]), int(sys.argv[2]))

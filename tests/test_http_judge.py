@@ -1,0 +1,117 @@
+"""The openai judge and its middleware against a real HTTP server on 127.0.0.1, scripted to misbehave."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from assay.errors import FatalJudgeError, JudgeError
+from assay.judges.base import Request
+from assay.judges.middleware import ManagedJudge, RetryPolicy
+from assay.judges.openai import OpenAIJudge
+from assay.testing import Behaviour, FakeOpenAIServer
+
+FAST = RetryPolicy(max_attempts=4, base_delay_s=0.01, max_delay_s=2.0, timeout_s=1.0)
+REQ = Request.chat("Rate it.", max_tokens=4)
+
+
+@pytest.fixture
+def server():
+    with FakeOpenAIServer() as srv:
+        yield srv
+
+
+def managed(server: FakeOpenAIServer, retry: RetryPolicy = FAST) -> ManagedJudge:
+    return ManagedJudge(OpenAIJudge("fake-model", server.url, logprobs=False), retry=retry)
+
+
+async def test_plain_answer_and_usage(server):
+    judge = managed(server)
+    resp = await judge.generate(REQ, stage="score")
+    assert resp.text == "3"
+    assert resp.prompt_tokens == 10 and resp.completion_tokens == 1
+    assert judge.ledger.by_stage["score"].calls == 1
+    assert server.requests[0]["messages"][0]["content"] == "Rate it."
+
+
+async def test_rate_limit_honours_retry_after(server):
+    server.enqueue(Behaviour(kind="error", status=429, retry_after=0.6))
+    judge = managed(server)
+    start = time.perf_counter()
+    resp = await judge.generate(REQ)
+    waited = time.perf_counter() - start
+    assert resp.text == "3"
+    assert len(server.requests) == 2
+    assert waited >= 0.6, "the Retry-After header was not honoured"
+    assert judge.ledger.retries == 1
+
+
+async def test_server_errors_are_retried_then_succeed(server):
+    server.enqueue(Behaviour(kind="error", status=500), Behaviour(kind="error", status=503))
+    judge = managed(server)
+    assert (await judge.generate(REQ)).text == "3"
+    assert len(server.requests) == 3 and judge.ledger.retries == 2
+
+
+async def test_slow_answer_times_out_and_is_retried(server):
+    server.enqueue(Behaviour(kind="slow", delay_s=2.5))
+    judge = managed(server, RetryPolicy(max_attempts=3, base_delay_s=0.01, timeout_s=0.5))
+    assert (await judge.generate(REQ)).text == "3"
+    assert judge.ledger.retries >= 1
+
+
+async def test_dropped_connection_is_retried(server):
+    server.enqueue(Behaviour(kind="drop"))
+    judge = managed(server)
+    assert (await judge.generate(REQ)).text == "3"
+    assert len(server.requests) == 2
+
+
+async def test_malformed_body_is_retried(server):
+    server.enqueue(Behaviour(kind="malformed"))
+    judge = managed(server)
+    assert (await judge.generate(REQ)).text == "3"
+    assert len(server.requests) == 2
+
+
+async def test_gives_up_after_max_attempts(server):
+    server.enqueue(*[Behaviour(kind="error", status=500)] * 4)
+    judge = managed(server)
+    with pytest.raises(JudgeError, match="gave up after 4 attempts"):
+        await judge.generate(REQ)
+    assert len(server.requests) == 4 and judge.ledger.failures == 1
+
+
+@pytest.mark.parametrize(("status", "words"), [(401, "credentials"), (403, "credentials"), (404, "not found")])
+async def test_auth_and_unknown_model_stop_without_retry(server, status, words):
+    server.enqueue(Behaviour(kind="error", status=status))
+    judge = managed(server)
+    with pytest.raises(FatalJudgeError, match=words):
+        await judge.generate(REQ)
+    assert len(server.requests) == 1
+
+
+async def test_payload_carries_sampling_settings_and_logprobs(server):
+    judge = managed(server)
+    req = Request.chat("x", temperature=0.7, top_p=0.9, max_tokens=5, n=3, seed=11, stop=("\n",), top_logprobs=5,
+                       json_mode=True)
+    resp = await judge.generate(req)
+    body = server.requests[0]
+    assert body["temperature"] == 0.7 and body["top_p"] == 0.9 and body["n"] == 3 and body["seed"] == 11
+    assert body["stop"] == ["\n"] and body["logprobs"] is True and body["top_logprobs"] == 5
+    assert body["response_format"] == {"type": "json_object"}
+    assert len(resp.choices) == 3
+    assert resp.choices[0].logprobs and len(resp.choices[0].logprobs[0].top) == 5
+
+
+async def test_logprob_capability_is_detected(server):
+    judge = OpenAIJudge("fake-model", server.url)
+    assert await judge.detect_logprobs() is True
+    assert server.requests[0]["logprobs"] is True
+
+
+def test_api_key_never_in_identity(monkeypatch, server):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-secret-test-key")
+    judge = OpenAIJudge("fake-model", server.url)
+    assert "sk-secret" not in judge.identity.model_dump_json()

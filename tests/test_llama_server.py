@@ -1,0 +1,73 @@
+"""The openai judge against a real llama.cpp OpenAI-compatible server serving SmolLM2 on loopback."""
+
+from __future__ import annotations
+
+import math
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+
+import pytest
+
+import assay
+from assay.judges.base import Request
+from assay.judges.llamacpp import resolve_model
+from assay.judges.openai import OpenAIJudge
+
+pytestmark = pytest.mark.server
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def llama_server(tmp_path_factory):
+    pytest.importorskip("llama_cpp.server", reason="needs llama-cpp-python[server] (pip install -e '.[test]')")
+    port = free_port()
+    log = tmp_path_factory.mktemp("llama-server") / "server.log"  # a pipe would fill up and stall the server
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "llama_cpp.server", "--model", str(resolve_model("smollm2")), "--host", "127.0.0.1",
+         "--port", str(port), "--n_ctx", "2048", "--logits_all", "true", "--n_threads", "2",
+         "--model_alias", "smollm2"],
+        stdout=subprocess.DEVNULL, stderr=log.open("wb"))
+    url = f"http://127.0.0.1:{port}/v1"
+    deadline = time.time() + 120
+    while time.time() < deadline:
+        try:
+            urllib.request.urlopen(f"{url}/models", timeout=1)
+            break
+        except OSError:
+            if proc.poll() is not None:
+                raise RuntimeError(log.read_text(errors="replace")[-2000:]) from None
+            time.sleep(0.5)
+    else:
+        proc.kill()
+        raise RuntimeError("llama.cpp server did not start within 120 s")
+    yield url
+    proc.terminate()
+    proc.wait(timeout=30)
+
+
+async def test_server_answers_with_logprobs(llama_server):
+    judge = OpenAIJudge("smollm2", llama_server)
+    assert await judge.detect_logprobs() is True
+    resp = await judge.generate(Request.chat("What is 2+2? One digit.", max_tokens=3, top_logprobs=5))
+    assert resp.text.strip()
+    first = resp.choices[0].logprobs[0]
+    assert 1 <= len(first.top) <= 5
+    assert all(t.logprob <= 0 for t in first.top)
+    assert sum(math.exp(t.logprob) for t in first.top) <= 1.0 + 1e-4
+    assert resp.prompt_tokens > 5
+
+
+def test_direct_run_through_the_server(tmp_path, llama_server):
+    result = assay.evaluate("topical-chat", method="direct", judge=f"openai:smollm2@{llama_server}", limit=2,
+                            dimensions=["naturalness"], run_dir=tmp_path)
+    assert len(result.judgments) == 2
+    assert result.manifest["judge"]["base_url"] == llama_server
+    assert result.manifest["judge_logprobs"] is True

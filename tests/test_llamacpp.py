@@ -1,0 +1,76 @@
+"""The embedded judge end to end: real SmolLM2 answers, next-token log-probabilities, KV-cache prefix reuse."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+import assay
+from assay.judges.base import Request
+from assay.judges.llamacpp import common_prefix, resolve_model, top_logprobs
+
+
+def test_model_resolves_from_the_package():
+    path = resolve_model("smollm2")
+    assert path.name == "SmolLM2-135M-Instruct.Q4_1.gguf" and path.stat().st_size > 50_000_000
+
+
+def test_pure_helpers():
+    assert common_prefix([1, 2, 3, 4], [1, 2, 9]) == 2
+    assert common_prefix([], [1]) == 0
+    logp, idx = top_logprobs(np.array([0.0, 2.0, 1.0]), 2)
+    assert list(idx) == [1, 2]
+    assert math.isclose(np.exp(logp).sum(), 1.0)
+
+
+async def test_greedy_answer_with_top_logprobs(smollm2):
+    req = Request.chat("What is 2+2? Answer with one digit.", max_tokens=3, top_logprobs=5)
+    a = await smollm2.generate(req)
+    b = await smollm2.generate(req)
+    assert a.text == b.text and a.text.strip()
+    first = a.choices[0].logprobs[0]
+    assert len(first.top) == 5
+    probs = [math.exp(t.logprob) for t in first.top]
+    assert probs == sorted(probs, reverse=True) and sum(probs) <= 1.0 + 1e-6
+    assert first.top[0].token == first.token  # greedy picks the most likely token
+    assert a.prompt_tokens > 10 and a.completion_tokens >= 1
+
+
+async def test_shared_prefix_is_reused(smollm2):
+    article = "The city council met on Tuesday to discuss the new park. " * 20
+    before = dict(smollm2.stats)
+    await smollm2.generate(Request.chat(article + "\nQuestion one: is it about a park?", max_tokens=1))
+    mid = dict(smollm2.stats)
+    await smollm2.generate(Request.chat(article + "\nQuestion two: is it about a road?", max_tokens=1))
+    after = dict(smollm2.stats)
+    reused = after["prompt_tokens_reused"] - mid["prompt_tokens_reused"]
+    evaluated = after["prompt_tokens_evaluated"] - mid["prompt_tokens_evaluated"]
+    assert reused > 200 and evaluated < 30, (before, mid, after)
+
+
+async def test_sampling_differs_by_sample_index_and_is_reproducible(smollm2):
+    base = dict(max_tokens=12, temperature=1.0, top_p=1.0)
+    prompt = "Write a random word."
+    texts = {(await smollm2.generate(Request.chat(prompt, sample_index=i, **base))).text for i in range(4)}
+    assert len(texts) > 1
+    again = await smollm2.generate(Request.chat(prompt, sample_index=0, **base))
+    first = await smollm2.generate(Request.chat(prompt, sample_index=0, **base))
+    assert again.text == first.text
+
+
+async def test_n_completions(smollm2):
+    resp = await smollm2.generate(Request.chat("Say a number.", max_tokens=4, temperature=1.0, n=3))
+    assert len(resp.choices) == 3
+
+
+def test_direct_method_end_to_end_on_topical_chat(tmp_path, smollm2):
+    result = assay.evaluate("topical-chat", method="direct", judge=smollm2, limit=3, run_dir=tmp_path,
+                            dimensions=["naturalness", "engagingness"])
+    assert len(result.judgments) == 6
+    for j in result.judgments:
+        assert (j.score is None) == bool(j.error)
+        assert j.score is None or 1 <= j.score <= 3
+        assert j.trace["answer"] is not None
+    assert result.manifest["judge"]["model_sha256"] and result.manifest["judge"]["backend"] == "llamacpp"
+    assert sum(u.calls for u in result.usage.values()) == 6

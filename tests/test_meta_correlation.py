@@ -1,0 +1,96 @@
+"""Correlations at each level against hand-computed and published values (fixtures name their sources)."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from assay.meta.correlation import (
+    correlate,
+    dataset_level,
+    kendall_tau,
+    level_correlation,
+    per_document,
+    sample_level,
+    system_level,
+)
+from assay.meta.evaluate import correlation_rows
+from assay.meta.table import ScoreTable, make_frame, normalise_level
+
+GOLD = json.loads((Path(__file__).parent / "fixtures" / "meta" / "correlation_golden.json").read_text())
+
+
+def _frame(rows, dimension="coherence"):
+    return make_frame([{"sample_id": f"{d}:{s}", "doc_id": d, "system_id": s, "dimension": dimension,
+                        "score": sc, "human": h} for d, s, sc, h in rows])
+
+
+@pytest.mark.parametrize("case", ["kendall_hollander_wolfe", "kendall_ties_by_hand"])
+def test_kendall_variants_golden(case):
+    c = GOLD[case]
+    for variant, want in c["expected"].items():
+        assert kendall_tau(c["x"], c["y"], variant) == pytest.approx(want, abs=1e-7), variant
+
+
+def test_kendall_variants_differ_only_with_ties():
+    c = GOLD["kendall_hollander_wolfe"]
+    a, b, cc = (kendall_tau(c["x"], c["y"], v) for v in "abc")
+    assert a == pytest.approx(b)
+    t = GOLD["kendall_ties_by_hand"]
+    assert kendall_tau(t["x"], t["y"], "a") < kendall_tau(t["x"], t["y"], "b") < kendall_tau(t["x"], t["y"], "c")
+    assert 0 < cc < 1
+    with pytest.raises(ValueError):
+        kendall_tau([1, 2, 3], [1, 2, 3], "d")  # type: ignore[arg-type]
+
+
+def test_sample_level_formula_by_hand():
+    c = GOLD["sample_level_by_hand"]
+    frame = _frame(c["rows"])
+    rho = sample_level(frame, "spearman")
+    tau = sample_level(frame, "kendall")
+    assert rho["value"] == pytest.approx(c["expected"]["spearman"])
+    assert tau["value"] == pytest.approx(c["expected"]["kendall"])
+    assert (rho["n_units"], rho["skipped"]) == (c["expected"]["n_units"], c["expected"]["skipped"])
+    per_doc = per_document(frame, "spearman")
+    assert list(per_doc.index) == ["A", "B", "C", "D"]
+    assert math.isnan(per_doc["C"]) and math.isnan(per_doc["D"])
+    assert rho["n_items"] == 6  # only documents A and B contribute
+
+
+def test_system_and_dataset_level_by_hand():
+    rows = [r for r in GOLD["sample_level_by_hand"]["rows"] if r[0] in ("A", "B")]
+    frame = _frame(rows)
+    sys_ = system_level(frame, "pearson")
+    assert sys_["value"] == pytest.approx(GOLD["system_level_by_hand"]["expected"]["pearson"])
+    assert sys_["n_units"] == 3
+    pooled = dataset_level(frame, "pearson")
+    assert pooled["n_units"] == 6
+    assert pooled["value"] == pytest.approx(np.corrcoef([1, 2, 3, 2, 4, 6], [1, 3, 2, 3, 2, 1])[0, 1])
+
+
+def test_levels_have_aliases_and_undefined_is_nan():
+    assert normalise_level("turn") == "dataset" and normalise_level("summary") == "sample"
+    with pytest.raises(ValueError):
+        normalise_level("corpus")
+    assert math.isnan(correlate([1, 1, 1], [1, 2, 3], "pearson"))
+    assert math.isnan(correlate([1], [2], "spearman"))
+    frame = _frame([("A", "s1", 1, 2)])
+    assert math.isnan(level_correlation(frame, "turn", "spearman")["value"])
+
+
+def test_correlation_rows_average_and_coverage():
+    rows = GOLD["sample_level_by_hand"]["rows"]
+    frame = make_frame([*_frame(rows, "coherence").to_dict("records"),
+                        *_frame([(d, s, None if sc is None else -sc, h) for d, s, sc, h in rows],
+                                "fluency").to_dict("records")])
+    table = ScoreTable(frame=frame, name="t")
+    out = correlation_rows(table, "sample", ["spearman"], ["coherence", "fluency"])
+    by = {r["dimension"]: r for r in out}
+    assert by["fluency"]["spearman"] == pytest.approx(0.25)  # negated scores flip each document's rho
+    assert by["average"]["spearman"] == pytest.approx(0.0)
+    assert by["coherence"]["coverage"] == pytest.approx(10 / 11)
+    assert by["average"]["scored"] == 20 and by["average"]["items"] == 22

@@ -1,0 +1,71 @@
+"""Reading score tables: UniEval's layout, the long export layout, mapped files and run directories."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pandas as pd
+import pytest
+
+from assay.errors import InputError
+from assay.meta.inputs import FieldMap, load_scores, parse_mapping, table_from_records
+
+
+def test_unieval_layout_needs_no_mapping():
+    recs = [{"source": "hello", "system_id": "a", "scores": {"coh": 2, "nat": 3}, "predict_scores": {"coh": 0.5}},
+            {"source": "hello", "system_id": "b", "scores": {"coh": 1}, "predict_scores": {"coh": 0.1, "nat": 0.3}},
+            {"source": "other", "system_id": "a", "scores": {"coh": 3}, "predict_scores": {"coh": 0.9, "nat": 0.2}}]
+    t = table_from_records(recs)
+    f = t.frame
+    assert t.dimensions() == ["coh", "nat"]
+    assert f["doc_id"].nunique() == 2 and set(f["sample_id"]) == {"doc0000:a", "doc0000:b", "doc0001:a"}
+    nat_a = f[(f["sample_id"] == "doc0000:a") & (f["dimension"] == "nat")].iloc[0]
+    assert math.isnan(nat_a["score"]) and nat_a["human"] == 3  # unscored: coverage will count it
+    assert math.isnan(f[(f["sample_id"] == "doc0000:b") & (f["dimension"] == "nat")].iloc[0]["human"])
+
+
+def test_mapping_pairs_and_csv(tmp_path):
+    path = tmp_path / "s.csv"
+    pd.DataFrame({"uid": ["x1", "x2", "x3"], "article": ["d1", "d1", "d2"], "sys": ["m1", "m2", "m1"],
+                  "pred_rel": [0.1, 0.7, 0.4], "gold_rel": [1, 4, 2]}).to_csv(path, index=False)
+    fmap = parse_mapping(["id=uid", "doc_id=article", "system_id=sys", "score.relevance=pred_rel",
+                          "human.relevance=gold_rel"])
+    assert fmap.score == {"relevance": "pred_rel"}
+    t = load_scores(path, fmap, dataset="summeval")
+    assert list(t.frame["sample_id"]) == ["x1", "x2", "x3"] and list(t.frame["doc_id"]) == ["d1", "d1", "d2"]
+    assert t.frame["score"].tolist() == [0.1, 0.7, 0.4] and t.frame["human"].tolist() == [1, 4, 2]
+    assert t.conventional_level() == "sample" and t.scales["relevance"] == (1, 5, True)
+    with pytest.raises(InputError, match="KEY=FIELD"):
+        parse_mapping(["score"])
+    with pytest.raises(InputError, match=r"only score\.DIM"):
+        parse_mapping(["doc_id.x=y"])
+
+
+def test_long_layout_parquet_and_nested_fields(tmp_path):
+    path = tmp_path / "long.parquet"
+    pd.DataFrame({"sample_id": ["a", "a", "b"], "doc_id": ["d", "d", "d"], "system_id": ["s1", "s1", "s2"],
+                  "dimension": ["coh", "flu", "coh"], "score": [1.0, None, 3.0], "human": [2.0, 3.0, 4.0]}
+                 ).to_parquet(path)
+    t = load_scores(path)
+    assert len(t.frame) == 3 and t.frame["score"].isna().sum() == 1
+    nested = [{"meta": {"id": "q1", "doc": "n1"}, "out": {"s": 0.2}, "gold": {"s": 5}}]
+    t2 = table_from_records(nested, FieldMap(id="meta.id", doc_id="meta.doc", score="out", human="gold"))
+    assert t2.frame.iloc[0][["sample_id", "doc_id", "dimension", "score", "human"]].tolist() == ["q1", "n1", "s",
+                                                                                                   0.2, 5.0]
+
+
+def test_bad_inputs_say_what_is_wrong(tmp_path):
+    with pytest.raises(InputError, match="mapping"):
+        table_from_records([{"a": 1}])
+    with pytest.raises(InputError, match="expected a number"):
+        table_from_records([{"scores": {"c": 1}, "predict_scores": {"c": "high"}}])
+    with pytest.raises(InputError, match="twice"):
+        table_from_records([{"id": "x", "scores": {"c": 1}, "predict_scores": {"c": 1}},
+                            {"id": "x", "scores": {"c": 2}, "predict_scores": {"c": 2}}])
+    (tmp_path / "empty.json").write_text(json.dumps([]))
+    with pytest.raises(InputError, match="no records"):
+        load_scores(tmp_path / "empty.json")
+    (tmp_path / "notrun").mkdir()
+    with pytest.raises(Exception, match="not a run directory"):
+        load_scores(tmp_path / "notrun")

@@ -1,0 +1,168 @@
+"""The run store and the call cache: identical calls are free and identical, sampled calls stay distinct."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+
+import assay
+from assay.errors import ConfigError
+from assay.judges.base import Request
+from assay.judges.middleware import ManagedJudge
+from assay.judges.scripted import ScriptedJudge
+from assay.store import RunStore
+from assay.types import Judgment
+
+
+def counter_judge() -> ScriptedJudge:
+    count = iter(range(1, 10_000))
+    return ScriptedJudge(lambda req: f"answer {next(count)}")
+
+
+async def test_identical_call_is_free_and_identical(tmp_path):
+    store = RunStore(tmp_path)
+    inner = counter_judge()
+    judge = ManagedJudge(inner, cache=store)
+    req = Request.chat("same prompt", temperature=0)
+    first = await judge.generate(req)
+    second = await judge.generate(req)
+    assert first.text == second.text == "answer 1"
+    assert len(inner.requests) == 1
+    assert second.from_cache and not first.from_cache
+    assert judge.ledger.by_stage["score"].calls == 1 and judge.ledger.by_stage["score"].cached_calls == 1
+
+
+async def test_sampled_calls_stay_distinct_per_sample_index(tmp_path):
+    store = RunStore(tmp_path)
+    inner = counter_judge()
+    judge = ManagedJudge(inner, cache=store)
+    texts = [(await judge.generate(Request.chat("p", temperature=1.0, sample_index=i))).text for i in range(5)]
+    assert len(set(texts)) == 5 and len(inner.requests) == 5
+    again = [(await judge.generate(Request.chat("p", temperature=1.0, sample_index=i))).text for i in range(5)]
+    assert again == texts and len(inner.requests) == 5
+
+
+async def test_greedy_calls_ignore_sample_index(tmp_path):
+    judge = ManagedJudge(counter_judge(), cache=RunStore(tmp_path))
+    a = await judge.generate(Request.chat("p", temperature=0, sample_index=0))
+    b = await judge.generate(Request.chat("p", temperature=0, sample_index=3))
+    assert a.text == b.text
+
+
+async def test_cache_key_includes_judge_identity(tmp_path):
+    store = RunStore(tmp_path)
+    a = ManagedJudge(ScriptedJudge(lambda r: "from a", name="a"), cache=store)
+    b = ManagedJudge(ScriptedJudge(lambda r: "from b", name="b"), cache=store)
+    req = Request.chat("p")
+    assert (await a.generate(req)).text == "from a"
+    assert (await b.generate(req)).text == "from b"
+
+
+def test_cache_survives_reopening(tmp_path):
+    import asyncio
+
+    async def go() -> str:
+        store = RunStore(tmp_path)
+        judge = ManagedJudge(counter_judge(), cache=store)
+        text = (await judge.generate(Request.chat("persist me"))).text
+        store.close()
+        return text
+
+    first = asyncio.run(go())
+    second = asyncio.run(go())
+    assert first == second == "answer 1"
+
+
+def test_judgment_written_exactly_once(tmp_path):
+    store = RunStore(tmp_path)
+    j = Judgment(sample_id="s1", dimension="d", method="direct", judge="x", score=3.0)
+    store.add_judgment(j)
+    import sqlite3
+
+    with pytest.raises(sqlite3.IntegrityError):
+        store.add_judgment(j)
+    assert store.count_judgments() == 1
+
+
+def test_manifest_mismatch_is_refused(tmp_path):
+    store = RunStore(tmp_path)
+    base = {"method": "direct", "method_settings": {}, "judge": {"model": "a"}, "dataset": {"name": "x"},
+            "dimensions": ["d"]}
+    assert store.begin(base) is False
+    assert store.begin(dict(base)) is True
+    with pytest.raises(ConfigError, match="method"):
+        store.begin(base | {"method": "geval"})
+
+
+def test_unscored_judgment_needs_a_reason():
+    with pytest.raises(ValueError, match="must say why"):
+        Judgment(sample_id="s", dimension="d", method="m", judge="j", score=None)
+
+
+def test_evaluate_export_and_pandas(tmp_path, topical_chat):
+    judge = ScriptedJudge(lambda req: "2")
+    result = assay.evaluate(topical_chat, method="direct", judge=judge, limit=3, run_dir=tmp_path / "run",
+                            dimensions=["naturalness", "engagingness"])
+    assert len(result.judgments) == 6 and all(j.score == 2.0 for j in result.judgments)
+    df = result.to_pandas()
+    assert list(df["dimension"].unique()) == ["naturalness", "engagingness"]
+    assert df["human"].notna().all()
+    with RunStore(tmp_path / "run", readonly=True) as store:
+        rows = [json.loads(line) for line in store.export(tmp_path / "j.jsonl", "jsonl").read_text().splitlines()]
+        assert len(rows) == 6 and rows[0]["trace"]["answer"] == "2"
+        assert len(pd.read_csv(store.export(tmp_path / "j.csv", "csv"))) == 6
+        assert len(pd.read_parquet(store.export(tmp_path / "j.parquet", "parquet"))) == 6
+        manifest = store.manifest()
+    assert manifest["judge"]["backend"] == "scripted" and manifest["dataset"]["name"] == "topical-chat"
+    assert manifest["assay_version"] == assay.__version__
+
+
+def test_rerun_resumes_without_new_calls(tmp_path, topical_chat):
+    judge = ScriptedJudge(lambda req: "3")
+    assay.evaluate(topical_chat, method="direct", judge=judge, limit=2, run_dir=tmp_path)
+    calls = len(judge.requests)
+    again = assay.evaluate(topical_chat, method="direct", judge=judge, limit=2, run_dir=tmp_path)
+    assert len(judge.requests) == calls
+    assert again.resumed and len(again.judgments) == 8
+
+
+def test_unparseable_answer_is_recorded_not_zero(tmp_path, topical_chat):
+    judge = ScriptedJudge(lambda req: "I cannot decide.")
+    result = assay.evaluate(topical_chat, method="direct", judge=judge, limit=1, run_dir=tmp_path,
+                            dimensions=["coherence"])
+    (j,) = result.judgments
+    assert j.score is None and "no rating found" in j.error
+    assert j.trace["answer"] == "I cannot decide."
+
+
+async def test_cost_and_stage_accounting(tmp_path):
+    from assay.judges.middleware import PriceTable
+
+    prices = PriceTable(prompt_per_m={"scripted": 2.0}, completion_per_m={"scripted": 10.0})
+    inner = ScriptedJudge(lambda req: "one two three")
+    inner.identity = inner.identity.model_copy(update={"model": "scripted"})
+    judge = ManagedJudge(inner, cache=RunStore(tmp_path), prices=prices)
+    await judge.generate(Request.chat("a b c d"), stage="steps")
+    await judge.generate(Request.chat("e f"), stage="score")
+    await judge.generate(Request.chat("e f"), stage="score")  # cached: free
+    steps, score = judge.ledger.by_stage["steps"], judge.ledger.by_stage["score"]
+    assert steps.prompt_tokens == 4 and steps.completion_tokens == 3
+    assert steps.cost_usd == pytest.approx((4 * 2.0 + 3 * 10.0) / 1e6)
+    assert score.calls == 1 and score.cached_calls == 1
+    assert judge.ledger.total().cost_usd == pytest.approx((6 * 2.0 + 6 * 10.0) / 1e6)
+
+
+def test_evaluate_plain_samples(tmp_path):
+    from assay.types import Dimension, Sample, Scale
+
+    samples = [Sample(id=f"s{i}", doc_id="d", output=f"text {i}", source="src", human={"clarity": i})
+               for i in range(1, 4)]
+    dim = Dimension(name="clarity", definition="Easy to read.", scale=Scale(low=1, high=5))
+    judge = ScriptedJudge(lambda req: "Clarity: 4")
+    result = assay.evaluate(samples, dimensions=[dim], judge=judge, run_dir=tmp_path)
+    assert [j.score for j in result.judgments] == [4.0, 4.0, 4.0]
+    assert result.manifest["dataset"]["name"] == "custom"
+    with pytest.raises(ConfigError, match="need their Dimension objects"):
+        assay.evaluate(samples, dimensions=["clarity"], judge=judge, run_dir=tmp_path / "x")
