@@ -13,6 +13,7 @@ from typing import Any
 
 from assay import __version__
 from assay.datasets import Dataset, load_dataset
+from assay.errors import ConfigError, did_you_mean
 from assay.executor import Progress, default_unit_concurrency, execute, order_units
 from assay.judges import DEFAULT_JUDGE, Judge, ManagedJudge, PriceTable, RetryPolicy, load_judge
 from assay.methods import Method, RunContext, make_method
@@ -65,7 +66,8 @@ def evaluate(
             Samples (then ``dimensions`` must be Dimension objects).
         method: A method name (``direct``, ``geval``, ``checkeval``, ``seal``, ``gereval``) or instance.
         judge: A judge spec string (see :mod:`assay.judges`) or a Judge.
-        dimensions: Dimension names (or Dimension objects); the dataset's default ones if None.
+        dimensions: Dimension names (or Dimension objects); the dataset's default ones if None (or,
+            for a method that brings its own dimensions such as GER-Eval's rubric criteria, all of those).
         run_dir: Where the run is stored; a temporary directory if None.
         options: The method's options (validated; unknown keys are an error).
         judge_options: Backend options (``n_threads``, ``timeout``, ...).
@@ -102,8 +104,8 @@ async def evaluate_async(
     """The async form of :func:`evaluate`, for callers that already run an event loop."""
     dataset, dim_names = _as_dataset(data, dimensions)
     dataset = dataset.select(limit=limit, docs=docs)
-    dims = dataset.dimensions(dim_names)
     meth = make_method(method, options) if isinstance(method, str) else method
+    dims = _dimensions(meth, dataset, dim_names)
     run_path = Path(run_dir) if run_dir is not None else Path(tempfile.mkdtemp(prefix="assay-run-"))
     bare = load_judge(judge, **(judge_options or {})) if isinstance(judge, str) else judge
     store = RunStore(run_path)
@@ -181,3 +183,18 @@ def _as_dataset(data: Dataset | str | list[Sample],
         return Dataset.from_samples(data, objects), names
     dataset = load_dataset(data) if isinstance(data, str) else data
     return dataset, names
+
+
+def _dimensions(meth: Method, dataset: Dataset, names: list[str] | None) -> list[Dimension]:
+    """The run's dimensions: the method's own (e.g. rubric criteria) if it has them, else the dataset's."""
+    own = meth.dimensions(dataset)
+    if own is None:
+        return dataset.dimensions(names)
+    if not names:
+        return own
+    by_name = {d.name: d for d in own}
+    unknown = [n for n in names if n not in by_name]
+    if unknown:
+        raise ConfigError(f"method {meth.name!r} judges no dimension {unknown[0]!r}."
+                          + did_you_mean(unknown[0], list(by_name)))
+    return [by_name[n] for n in names]

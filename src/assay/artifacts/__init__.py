@@ -1,1 +1,1 @@
-"""Artifacts as data: checklists, evaluation steps, rubrics and specs that methods load by name or path."""
+"""Artifacts as data: checklists, evaluation steps, rubrics and specs, with a schema, a hash and provenance."""

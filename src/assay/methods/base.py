@@ -66,6 +66,15 @@ class Method(abc.ABC):
         """The method's settings as recorded in the run manifest (every option that changes a number)."""
         return self.options.model_dump(mode="json")
 
+    def dimensions(self, dataset: Dataset) -> list[Dimension] | None:
+        """The dimensions this method judges when they come from its own artifact, not the dataset.
+
+        The default (None) judges the dataset's dimensions. GER-Eval returns the criteria of its
+        rubric, so that each criterion is one unit of work; ``evaluate(dimensions=[...])`` then
+        picks among these names.
+        """
+        return None
+
     async def prepare(self, ctx: RunContext) -> dict[str, Any]:
         """Build or load artifacts once per run (steps, checklists, rubrics).
 

@@ -1,0 +1,238 @@
+"""``assay rubric``: generate, show, measure and compare GER-Eval rubrics (thin over assay.rubrics)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+rubric_app = typer.Typer(no_args_is_help=True, help="GER-Eval rubrics: generate, show, statistics, transfer.")
+
+JudgeSpec = Annotated[str, typer.Option("--judge", "-j", envvar="ASSAY_JUDGE",
+                                        help="Judge spec, e.g. llamacpp:smollm2")]
+JudgeOpts = Annotated[list[str] | None, typer.Option("--judge-opt", help="Backend option KEY=VALUE")]
+CacheDir = Annotated[Path | None, typer.Option("--cache", help="Directory keeping a call cache (repeats are free)")]
+
+
+def register(app: typer.Typer) -> None:
+    """Add the ``rubric`` command group to the main app."""
+    app.add_typer(rubric_app, name="rubric")
+
+
+def _managed(spec: str, pairs: list[str] | None, cache: Path | None) -> tuple[Any, Any]:
+    from assay.cli.main import judge_options
+    from assay.judges import ManagedJudge, load_judge
+    from assay.store import RunStore
+
+    store = RunStore(cache) if cache is not None else None
+    return ManagedJudge(load_judge(spec, **judge_options(pairs)), cache=store), store
+
+
+async def _close(judge: Any, store: Any) -> None:
+    await judge.aclose()
+    if store is not None:
+        store.close()
+
+
+@rubric_app.command()
+def generate(
+    dataset: Annotated[str, typer.Option("--dataset", "-d", help="Dataset name (or NAME:PATH, spec .yaml)")],
+    output: Annotated[Path, typer.Option("--output", "-o", help="Rubric file to write (JSON)")],
+    condition: Annotated[str, typer.Option(help="task, contexts or contrastive")] = "task",
+    judge: JudgeSpec = "llamacpp:smollm2",
+    judge_opt: JudgeOpts = None,
+    k: Annotated[int, typer.Option(help="Contexts shown (contexts, contrastive)")] = 3,
+    seed: Annotated[int, typer.Option(help="Seeds the contexts and the sampling")] = 0,
+    temperature: Annotated[float, typer.Option(help="Sampling temperature (paper: 0.7)")] = 0.7,
+    top_p: Annotated[float, typer.Option(help="Nucleus mass")] = 0.95,
+    max_tokens: Annotated[int, typer.Option(help="Length bound of the criteria answer (paper: 512)")] = 512,
+    instruction_max_tokens: Annotated[int, typer.Option(help="Length bound of each instruction answer")] = 512,
+    reasks: Annotated[int, typer.Option(help="Re-asks after an invalid JSON answer (paper: 3)")] = 3,
+    max_chars: Annotated[int | None, typer.Option(help="Cut each shown text to N characters")] = None,
+    task_file: Annotated[Path | None, typer.Option(help="Your own task description (text file) for both steps")] = None,
+    cache: CacheDir = None,
+) -> None:
+    """Have a judge write a rubric for a dataset's task (GER-Eval generation)."""
+    from assay.artifacts.rubric import TaskText, save_rubric, task_text
+    from assay.cli.main import console, out
+    from assay.datasets import load_dataset
+    from assay.errors import AssayError
+    from assay.rubrics.generate import GenerationSettings, generate_rubric
+
+    settings = GenerationSettings(condition=condition, k=k, seed=seed, temperature=temperature, top_p=top_p,
+                                  max_tokens=max_tokens, instruction_max_tokens=instruction_max_tokens,
+                                  reasks=reasks, max_chars=max_chars)
+    ds = load_dataset(dataset)
+    task = task_text(ds.info)
+    if task_file is not None:
+        text = task_file.read_text(encoding="utf-8").strip()
+        task = TaskText(generation=text, scoring=text, contrast_note=task.contrast_note, shipped=True)
+    if condition == "contrastive":
+        console.print(f"contrastive examples chosen by the human rating '{ds.info.contrast_field}' "
+                      f"({task.contrast_note})")
+
+    async def run() -> Any:
+        managed, store = _managed(judge, judge_opt, cache)
+        try:
+            return await generate_rubric(ds, managed, settings, task=task,
+                                         note=lambda m: console.print(f"[yellow]note:[/] {m}"))
+        finally:
+            await _close(managed, store)
+
+    rubric = asyncio.run(run())
+    save_rubric(rubric, output)
+    _print_rubric(rubric, out)
+    prov = rubric.provenance
+    calls = sum(u.get("calls", 0) for u in prov.usage.values())
+    toks = sum(u.get("prompt_tokens", 0) for u in prov.usage.values()), \
+        sum(u.get("completion_tokens", 0) for u in prov.usage.values())
+    out.print(f"{len(prov.responses)} answers, {len(prov.discarded)} discarded; calls {calls}, "
+              f"tokens {toks[0]} prompt / {toks[1]} completion; wrote {output}")
+    if not rubric.criteria:
+        raise AssayError(f"no valid criteria: every answer was discarded (see provenance.discarded in {output})")
+
+
+@rubric_app.command()
+def human(name: Annotated[str, typer.Argument(help="Bundled dataset name")],
+          output: Annotated[Path | None, typer.Option("--output", "-o", help="Also write it to a file")] = None,
+          ) -> None:
+    """Show (and optionally write) the human rubric of a dataset in the rubric format."""
+    from assay.artifacts.rubric import human_rubric, save_rubric
+    from assay.cli.main import out
+
+    rubric = human_rubric(name)
+    _print_rubric(rubric, out)
+    if output is not None:
+        out.print(f"wrote {save_rubric(rubric, output)}")
+
+
+@rubric_app.command()
+def show(spec: Annotated[str, typer.Argument(help="Rubric file or human:<dataset>")]) -> None:
+    """Print a rubric's criteria and provenance summary."""
+    from assay.artifacts.rubric import load_rubric
+    from assay.cli.main import out
+
+    rubric = load_rubric(spec)
+    _print_rubric(rubric, out)
+    prov = rubric.provenance
+    if prov.source == "generated":
+        out.print(f"condition {prov.condition}, settings {json.dumps(prov.settings)}")
+        out.print(f"contexts: {', '.join(c['sample_id'] + ' (' + c['role'] + ')' for c in prov.contexts) or 'none'}")
+        out.print(f"{len(prov.responses)} answers, {len(prov.discarded)} discarded")
+    for n in prov.notes:
+        out.print(f"[yellow]note:[/] {n}")
+
+
+def _print_rubric(rubric: Any, out: Any) -> None:
+    from rich.table import Table
+
+    table = Table(title=f"rubric {rubric.label} (criteria sha {rubric.content_hash()})")
+    for col in ("criterion", "scale", "description", "instruction"):
+        table.add_column(col)
+    for c in rubric.criteria:
+        table.add_row(c.name, c.scale.label(), c.description, c.instruction)
+    out.print(table)
+
+
+@rubric_app.command()
+def stats(
+    files: Annotated[list[str], typer.Argument(help="Rubric files (or human:<dataset>)")],
+    human: Annotated[str | None, typer.Option("--human", help="Dataset whose human rubric to align with")] = None,
+    threshold: Annotated[float, typer.Option(help="Cosine similarity at which criteria are merged")] = 0.8,
+    embedder: Annotated[str, typer.Option(help="sentence-transformers model name or path")] = "all-MiniLM-L6-v2",
+    tagger: JudgeSpec = "llamacpp:smollm2",
+    judge_opt: JudgeOpts = None,
+    reasks: Annotated[int, typer.Option(help="Re-asks of an invalid tagging answer")] = 3,
+    cache: CacheDir = None,
+    json_out: Annotated[Path | None, typer.Option("--json", help="Write all figures, merges and tags as JSON")] = None,
+) -> None:
+    """Breadth, uniqueness (embedding de-duplication) and, with --human, alignment by an LLM tagger."""
+    from rich.table import Table
+
+    from assay.artifacts.rubric import human_rubric, load_rubric, task_text
+    from assay.cli.main import console, out
+    from assay.datasets import get_info
+    from assay.rubrics.embed import load_embedder
+    from assay.rubrics.stats import rubric_stats, tag_rubric
+
+    rubrics = [load_rubric(f) for f in files]
+    model = load_embedder(embedder)
+    console.print(f"embeddings: {model.name} from {model.location}")
+    reference = human_rubric(human) if human else None
+
+    async def tag_all() -> list[Any]:
+        managed, store = _managed(tagger, judge_opt, cache)
+        try:
+            task = task_text(get_info(human or "")).scoring
+            return [await tag_rubric(r, reference, managed, task=task, reasks=reasks) for r in rubrics]
+        finally:
+            await _close(managed, store)
+
+    all_tags = asyncio.run(tag_all()) if reference is not None else [None] * len(rubrics)
+    results = [rubric_stats(r, model.encode([c.description for c in r.criteria]), threshold, tags)
+               for r, tags in zip(rubrics, all_tags, strict=True)]
+    table = Table(title=f"rubric statistics (merge at cosine >= {threshold:g}, {model.name})")
+    for col in ("rubric", "breadth", "unique %", "align %", "merged"):
+        table.add_column(col)
+    for res in results:
+        table.add_row(res["rubric"], str(res["breadth"]), _pct(res.get("unique")), _pct(res.get("align")),
+                      "; ".join(" = ".join(g) for g in res.get("merged", [])) or "-")
+    out.print(table)
+    for res in results:
+        for name, tags in (res.get("tags") or {}).items():
+            out.print(f"  {res['rubric']} | {name}: {', '.join(tags) if tags else 'untagged (invalid answers)'}")
+    if json_out is not None:
+        json_out.write_text(json.dumps({"embedder": {"name": model.name, "location": model.location},
+                                        "human": human, "rubrics": results}, indent=2), encoding="utf-8")
+        out.print(f"wrote {json_out}")
+
+
+def _pct(x: float | None) -> str:
+    return "-" if x is None else f"{100 * x:.0f}"
+
+
+@rubric_app.command()
+def transfer(
+    runs: Annotated[list[Path], typer.Argument(help="Run directories applying the same rubric (2 or more)")],
+    json_out: Annotated[Path | None, typer.Option("--json", help="Write the tables as JSON")] = None,
+) -> None:
+    """Consistency of rubric application across runs: zero- vs few-shot, or across judges.
+
+    With two runs: exact agreement and correlation per criterion (the paper's table 3). With two
+    or more: ICC(2), Krippendorff's alpha and Fleiss' kappa per criterion, the runs being the raters
+    (tables 6-8 and 13).
+    """
+    from rich.table import Table
+
+    from assay.cli.main import console, out
+    from assay.rubrics.transfer import load_runs, transfer_tables
+
+    loaded = load_runs(runs)
+    for msg in loaded.notes:
+        console.print(f"[yellow]note:[/] {msg}")
+    tables = transfer_tables(loaded)
+    pair = Table(title="pairwise: exact agreement and correlation (common scored units)")
+    for col in ("criterion", "run A", "run B", "n", "agreement %", "pearson", "spearman"):
+        pair.add_column(col)
+    for row in tables["pairwise"]:
+        pair.add_row(row["criterion"], row["a"], row["b"], str(row["n"]), _pct(row["agreement"]),
+                     _f(row["pearson"]), _f(row["spearman"]))
+    out.print(pair)
+    multi = Table(title=f"reliability across {len(loaded.labels)} runs as raters")
+    for col in ("criterion", "n items", "ICC(2,1)", "ICC(2,k)", "Krippendorff alpha", "Fleiss kappa"):
+        multi.add_column(col)
+    for row in tables["reliability"]:
+        multi.add_row(row["criterion"], str(row["n"]), _f(row["icc2_1"]), _f(row["icc2_k"]), _f(row["alpha"]),
+                      _f(row["kappa"]))
+    out.print(multi)
+    if json_out is not None:
+        json_out.write_text(json.dumps(tables | {"runs": loaded.labels, "notes": loaded.notes}, indent=2),
+                            encoding="utf-8")
+        out.print(f"wrote {json_out}")
+
+
+def _f(x: float | None) -> str:
+    return "-" if x is None else f"{x:.3f}"

@@ -1,0 +1,1 @@
+"""GER-Eval's rubric lifecycle around the ``gereval`` method: generation, statistics, consistency and transfer."""
