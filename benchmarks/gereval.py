@@ -122,7 +122,8 @@ def main() -> None:
     rubric_path = args.out / f"rubric-{args.condition}.json"
     rubric, gen_s = generate(args, rubric_path)
     gen_usage = rubric.provenance.usage
-    print(f"generation ({args.condition}): {len(rubric.criteria)} criteria, {len(rubric.provenance.responses)} answers, "
+    print(f"generation ({args.condition}): {len(rubric.criteria)} criteria, "
+          f"{len(rubric.provenance.responses)} answers, "
           f"{len(rubric.provenance.discarded)} discarded, calls {sum(u['calls'] for u in gen_usage.values())}, "
           f"tokens {sum(u['prompt_tokens'] for u in gen_usage.values())}/"
           f"{sum(u['completion_tokens'] for u in gen_usage.values())}, {gen_s:.0f} s")
