@@ -124,3 +124,22 @@ def test_meta_rejects_bad_options_with_a_message(args, capsys, monkeypatch):
         main()
     assert exc.value.code == 1
     assert "error:" in capsys.readouterr().err
+
+
+METHOD_OPTIONS = {"geval": {}, "checkeval": {"checklist": "topical-chat"}, "seal": {},
+                  "gereval": {"rubric": "human:topical-chat"}}
+
+
+@pytest.mark.parametrize("method", sorted(METHOD_OPTIONS))
+def test_meta_reads_a_run_of_every_method(method, smollm2, topical_chat, tmp_path):
+    """`assay meta` needs nothing method-specific: a real embedded-judge run of each method goes straight in."""
+    result = assay.evaluate(topical_chat, method=method, judge=smollm2, dimensions=["engagingness"], docs=1,
+                            options=METHOD_OPTIONS[method], run_dir=tmp_path / method)
+    assert len(result.judgments) == 6
+    out = tmp_path / "meta.json"
+    _invoke("meta", str(result.run_dir), "--json", str(out))
+    data = json.loads(out.read_text())
+    assert data["table"]["method"] == method and data["level"] == "dataset"
+    row = next(r for r in data["rows"] if r["dimension"] == "engagingness")
+    assert row["items"] == 6
+    assert row["coverage"] == pytest.approx(sum(j.score is not None for j in result.judgments) / 6)

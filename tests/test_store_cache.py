@@ -166,3 +166,18 @@ def test_evaluate_plain_samples(tmp_path):
     assert result.manifest["dataset"]["name"] == "custom"
     with pytest.raises(ConfigError, match="need their Dimension objects"):
         assay.evaluate(samples, dimensions=["clarity"], judge=judge, run_dir=tmp_path / "x")
+
+
+def test_a_judge_passed_in_stays_open_for_its_owner(tmp_path, topical_chat):
+    """evaluate() closes only the judges it loaded from a spec: a Judge object can serve several runs."""
+
+    class Tracked(ScriptedJudge):
+        closed = 0
+
+        async def aclose(self) -> None:
+            Tracked.closed += 1
+
+    judge = Tracked(lambda req: "3", name="tracked")
+    for d in ("a", "b"):
+        assay.evaluate(topical_chat, method="direct", judge=judge, limit=2, run_dir=tmp_path / d)
+    assert Tracked.closed == 0 and len(judge.requests) == 2 * 2 * 4

@@ -65,7 +65,8 @@ def evaluate(
         data: A Dataset, a dataset spec for :func:`assay.datasets.load_dataset`, or a list of
             Samples (then ``dimensions`` must be Dimension objects).
         method: A method name (``direct``, ``geval``, ``checkeval``, ``seal``, ``gereval``) or instance.
-        judge: A judge spec string (see :mod:`assay.judges`) or a Judge.
+        judge: A judge spec string (see :mod:`assay.judges`), loaded and closed by this call, or a Judge
+            object, which stays open for its owner to reuse and close.
         dimensions: Dimension names (or Dimension objects); the dataset's default ones if None (or,
             for a method that brings its own dimensions such as GER-Eval's rubric criteria, all of those).
         run_dir: Where the run is stored; a temporary directory if None.
@@ -107,7 +108,8 @@ async def evaluate_async(
     meth = make_method(method, options) if isinstance(method, str) else method
     dims = _dimensions(meth, dataset, dim_names)
     run_path = Path(run_dir) if run_dir is not None else Path(tempfile.mkdtemp(prefix="assay-run-"))
-    bare = load_judge(judge, **(judge_options or {})) if isinstance(judge, str) else judge
+    owns_judge = isinstance(judge, str)  # a Judge object passed in stays open: its owner may use it again
+    bare = load_judge(judge, **(judge_options or {})) if owns_judge else judge
     store = RunStore(run_path)
     managed = ManagedJudge(bare, cache=store, concurrency=concurrency, retry=retry, prices=prices)
     try:
@@ -158,7 +160,8 @@ async def evaluate_async(
                          usage=dict(managed.ledger.by_stage), notes=store.notes(), progress=progress,
                          resumed=resumed)
     finally:
-        await managed.aclose()
+        if owns_judge:
+            await managed.aclose()
         store.close()
 
 
