@@ -127,7 +127,7 @@ def test_meta_rejects_bad_options_with_a_message(args, capsys, monkeypatch):
 
 
 METHOD_OPTIONS = {"geval": {}, "checkeval": {"checklist": "topical-chat"}, "seal": {},
-                  "gereval": {"rubric": "human:topical-chat"}}
+                  "gereval": {"rubric": "human:topical-chat", "max_tokens": 64, "reasks": 0}}  # keep it cheap
 
 
 @pytest.mark.parametrize("method", sorted(METHOD_OPTIONS))
