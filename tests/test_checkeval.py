@@ -223,6 +223,17 @@ def test_per_question_mode_asks_each_alone_without_reask(tmp_path):
     assert j.score == 1.0 and j.trace["answered"] == 1
 
 
+def test_a_question_asked_alone_is_not_reasked(tmp_path):
+    # Groups of one (group size 1, or a sub-dimension with a single question) already asked each question on
+    # its own: a re-ask would send the identical prompt again and pay for the same missing answer twice.
+    judge = ScriptedJudge(lambda r: "yes" if "tone" in _questions(r)[0] else "maybe")
+    res = assay.evaluate(_tc(1), method="checkeval", judge=judge, dimensions=["naturalness"], run_dir=tmp_path,
+                         options={"group_size": 1})
+    j = res.judgments[0]
+    assert len(judge.requests) == 5 and not j.trace["reasks"] and set(j.usage) == {"score"}
+    assert j.score == 1.0 and j.trace["answered"] == 1 and j.trace["missing"] == 4
+
+
 def _soft_answer(req: Request):
     qs = _questions(req)
     toks = []

@@ -107,6 +107,8 @@ def test_renormalisation_when_invalid_tokens_hold_mass() -> None:
     assert est.score == pytest.approx(2.5)
     assert est.details["valid_mass"] == pytest.approx(0.4)
     assert est.details["invalid_mass"] == pytest.approx(0.45)
+    assert est.details["invalid_tokens"] == pytest.approx({"7": 0.25, " the": 0.2})
+    assert list(est.details["invalid_tokens"]) == ["7", " the"]  # largest mass first
 
 
 def test_renormalise_edge_cases() -> None:
@@ -230,6 +232,8 @@ def test_text_ratings_accepted(text: str, label: str, value: float) -> None:
     ("Coherence: 0", "outside"),
     ("3.5", "whole number"),
     ("Coherence: 3/10", "not on the 1-5 scale"),
+    ("Coherence: 3 out of 10", "not on the 1-5 scale"),
+    ("I would rate it 3 out of 10.", "not on the 1-5 scale"),
     ("It is quite coherent.", "no rating"),
     ("", "no rating"),
 ])

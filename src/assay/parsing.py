@@ -42,7 +42,7 @@ def parse_rating(text: str, scale: Scale, label: str | None = None) -> Parsed:
     """
     clean = _MARKUP.sub("", text)
     names = ["score", "rating", "overall score", "final score"] + ([re.escape(label)] if label else [])
-    labelled = re.compile(rf"(?:{'|'.join(names)})\s*(?:\([^)]*\))?\s*[:=\-]\s*({_NUM})(?:\s*/\s*({_NUM}))?",
+    labelled = re.compile(rf"(?:{'|'.join(names)})\s*(?:\([^)]*\))?\s*[:=\-]\s*({_NUM})(?:\s*(?:/|out of)\s*({_NUM}))?",
                           re.IGNORECASE)
     matches = list(labelled.finditer(clean))
     if matches:

@@ -456,14 +456,18 @@ class CheckEval(Method):
         asked = await asyncio.gather(*(self._ask(sample, cdim, g, ctx, usage, "score", soft) for g in groups))
         results: list[QuestionResult] = []
         group_trace = []
+        asked_alone: set[int] = set()  # results whose question was already asked on its own
         for gi, (entry, rs) in enumerate(asked, start=1):
             group_trace.append(entry)
             for r in rs:
                 r.where = f"group {gi}"
+                if len(rs) == 1:
+                    asked_alone.add(id(r))
             results.extend(rs)
         reasks = []
-        missing = [r for r in results if r.answer is None]
-        if self.options.reask and missing and not self.options.per_question:  # per-question: already alone
+        # A question asked alone (per-question mode, or a group of one) would get the identical prompt again.
+        missing = [r for r in results if r.answer is None and id(r) not in asked_alone]
+        if self.options.reask and missing:
             again = await asyncio.gather(*(self._ask(sample, cdim, [r.asked], ctx, usage, "reask", soft)
                                            for r in missing))
             for r, (entry, (new,)) in zip(missing, again, strict=True):

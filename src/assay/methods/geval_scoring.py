@@ -201,6 +201,7 @@ def logprob_estimate(positions: Sequence[TokenLogprobs] | None, scale: Scale, la
         "valid_mass": round(sum(masses.valid.values()), 6),
         "invalid_mass": round(masses.invalid, 6),
         "unresolved_mass": round(masses.unresolved, 6),
+        "invalid_tokens": {t: round(p, 6) for t, p in sorted(masses.invalid_tokens.items(), key=lambda kv: -kv[1])},
         "top_tokens": [[t.token, round(math.exp(t.logprob), 6)] for t in positions[index].top],
     }
     if not dist:
