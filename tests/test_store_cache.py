@@ -244,3 +244,30 @@ def test_cost_in_manifest_and_run_summary(tmp_path):
     assert manifest["usage"]["score"]["calls"] == 3 and manifest["usage"]["score"]["cached_calls"] == 0
     assert manifest["prices"] == {"prompt_per_m": {"fake-model": 1000.0}, "completion_per_m": {"fake-model": 2000.0}}
 
+
+def test_replay_answers_recorded_calls_and_names_an_unrecorded_one(tmp_path, topical_chat):
+    import asyncio
+
+    from assay.errors import ReplayMissError
+    from assay.judges.replay import ReplayJudge, shared_prefix
+
+    recorded = assay.evaluate(topical_chat, judge=ScriptedJudge(lambda r: "2"), limit=1, run_dir=tmp_path / "a",
+                              dimensions=["naturalness"])
+    witness = ScriptedJudge(lambda r: "2")  # sees the prompts of the first two samples
+    assay.evaluate(topical_chat, judge=witness, limit=2, run_dir=tmp_path / "w", dimensions=["naturalness"])
+    first, second = (r.messages[-1].content for r in witness.requests)
+    replay = ReplayJudge(tmp_path / "a")
+    try:
+        again = assay.evaluate(topical_chat, judge=replay, limit=1, run_dir=tmp_path / "b",
+                               dimensions=["naturalness"])
+        assert [j.score for j in again.judgments] == [j.score for j in recorded.judgments] == [2.0]
+        assert again.manifest["judge"]["backend"] == "replay"
+        with pytest.raises(ReplayMissError, match="never made this call") as err:
+            assay.evaluate(topical_chat, judge=replay, limit=2, run_dir=tmp_path / "c", dimensions=["naturalness"])
+    finally:
+        asyncio.run(replay.aclose())
+    message = str(err.value)
+    assert "temperature=0.0" in message and "sample_index=0" in message
+    # it names the request by showing where it parts from the closest recorded one
+    d = shared_prefix(first, second)
+    assert repr(second[d:d + 12])[1:-1] in message and repr(first[d:d + 12])[1:-1] in message
