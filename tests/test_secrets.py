@@ -69,6 +69,9 @@ def test_api_key_is_written_nowhere_by_the_python_api(tmp_path, monkeypatch, cap
                                 run_dir=tmp_path / "run")
     result.to_pandas().to_csv(tmp_path / "frame.csv")
     assert set(server.auth) == {f"Bearer {SECRET}"} and len(result.judgments) == 2
+    # the identity recorded instead: backend, model, endpoint
+    assert result.manifest["judge"] == {"backend": "openai", "model": "fake-model", "base_url": server.url,
+                                        "model_sha256": None, "settings": {}}
     captured = capsys.readouterr()
     assert leaks(tmp_path, caplog.text, captured.out, captured.err, repr(result.manifest)) == []
 

@@ -51,6 +51,24 @@ async def test_greedy_calls_ignore_sample_index(tmp_path):
     assert a.text == b.text
 
 
+@pytest.mark.parametrize("change", [
+    {"temperature": 0.5}, {"top_p": 0.9}, {"max_tokens": 7}, {"n": 2}, {"seed": 1}, {"stop": ("\n",)},
+    {"top_logprobs": 5}, {"json_mode": True}, {"system": "Be strict."}, {"prompt": "other prompt"},
+])
+def test_cache_key_covers_every_request_setting(change):
+    from assay.judges.base import JudgeIdentity
+    from assay.judges.middleware import call_key
+
+    who = JudgeIdentity(backend="scripted", model="m")
+
+    def request(**over):
+        settings = {"prompt": "p", "system": None} | over
+        return Request.chat(settings.pop("prompt"), **settings)
+
+    assert call_key(who, request(**change)) != call_key(who, request())
+    assert call_key(who, request(**change)) == call_key(who, request(**change))  # stable across objects
+
+
 async def test_cache_key_includes_judge_identity(tmp_path):
     store = RunStore(tmp_path)
     a = ManagedJudge(ScriptedJudge(lambda r: "from a", name="a"), cache=store)
