@@ -97,6 +97,50 @@ def test_bad_jsonl_line_is_named(tmp_path):
         load_dataset(f"summeval:{p}")
 
 
+def helpsteer_line(**changes) -> str:
+    rec = {"prompt": "Why?", "response": "Because.", "helpfulness": 3, "correctness": 3, "coherence": 4,
+           "complexity": 1, "verbosity": 2} | changes
+    return json.dumps({k: v for k, v in rec.items() if v is not None})
+
+
+@pytest.mark.parametrize(("bad_line", "message"), [
+    (helpsteer_line(response=None), "hs.jsonl, record line 3, field 'response': missing field"),
+    (helpsteer_line(prompt=["a", "list"]), "hs.jsonl, record line 3, field 'prompt': expected str, got list"),
+    (helpsteer_line(helpfulness="lots"), "hs.jsonl, record line 3, field 'helpfulness': expected a number"),
+    ('{"prompt": "Why?", "response": ', "hs.jsonl, record line 3: invalid JSON"),
+])
+def test_jsonl_user_copy_errors_name_file_line_and_field(tmp_path, bad_line, message):
+    """A user's JSONL copy of a named benchmark: the error gives the file's line (blank lines count)."""
+    p = write(tmp_path, "hs.jsonl", helpsteer_line() + "\n\n" + bad_line + "\n")
+    with pytest.raises(InputError) as err:
+        load_dataset(f"helpsteer2:{p}")
+    assert str(err.value).startswith(str(p)) and message in str(err.value)
+
+
+def test_jsonl_duplicate_names_both_lines(tmp_path):
+    good = bundled_text("summeval_annotations_12_systems.jsonl").splitlines()[0]
+    p = write(tmp_path, "ann.jsonl", good + "\n" + good + "\n")
+    with pytest.raises(InputError, match=r"record line 2, field 'id': duplicate id .* \(first at record line 1\)"):
+        load_dataset(f"summeval:{p}")
+
+
+def test_csv_errors_name_the_line(tmp_path):
+    p = write(tmp_path, "hs.csv", "prompt,response,helpfulness\nWhy?,Because.,3\nHow?,Thus.,many\n")
+    with pytest.raises(InputError, match=r"hs.csv, record line 3, field 'helpfulness': expected a number"):
+        load_dataset(f"helpsteer2:{p}")
+
+
+def test_jsonl_error_is_one_clear_line_in_the_cli(tmp_path):
+    import subprocess
+    import sys
+
+    p = write(tmp_path, "hs.jsonl", helpsteer_line() + "\n" + helpsteer_line(response=None) + "\n")
+    res = subprocess.run([sys.executable, "-m", "assay.cli", "run", "--dataset", f"helpsteer2:{p}",
+                          "--run-dir", str(tmp_path / "run")], capture_output=True, text=True, timeout=120)
+    assert res.returncode == 1 and "Traceback" not in res.stderr
+    assert "record line 2, field 'response': missing field" in " ".join(res.stderr.split())
+
+
 def test_duplicate_id_is_refused(tmp_path):
     rec = {"doc_id": "d1", "system_id": "M1", "source": "a", "system_output": "o", "scores": {"coherence": 3}}
     p = write(tmp_path, "dup.json", json.dumps([rec, rec]))

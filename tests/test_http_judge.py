@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import email.utils
+import os
+import subprocess
+import sys
 import time
 
 import pytest
@@ -9,7 +13,8 @@ import pytest
 from assay.errors import FatalJudgeError, JudgeError
 from assay.judges.base import Request
 from assay.judges.middleware import ManagedJudge, RetryPolicy
-from assay.judges.openai import OpenAIJudge
+from assay.judges.openai import OpenAIJudge, retry_after_seconds
+from assay.store import RunStore
 from assay.testing import Behaviour, FakeOpenAIServer
 
 FAST = RetryPolicy(max_attempts=4, base_delay_s=0.01, max_delay_s=2.0, timeout_s=1.0)
@@ -35,8 +40,9 @@ async def test_plain_answer_and_usage(server):
     assert server.requests[0]["messages"][0]["content"] == "Rate it."
 
 
-async def test_rate_limit_honours_retry_after(server):
-    server.enqueue(Behaviour(kind="error", status=429, retry_after=0.6))
+@pytest.mark.parametrize("status", [429, 503])
+async def test_rate_limit_honours_retry_after(server, status):
+    server.enqueue(Behaviour(kind="error", status=status, retry_after=0.6))
     judge = managed(server)
     start = time.perf_counter()
     resp = await judge.generate(REQ)
@@ -90,6 +96,33 @@ async def test_auth_and_unknown_model_stop_without_retry(server, status, words):
     with pytest.raises(FatalJudgeError, match=words):
         await judge.generate(REQ)
     assert len(server.requests) == 1
+
+
+def test_retry_after_forms():
+    now = 1_700_000_000.0
+    assert retry_after_seconds({"retry-after": "7"}) == 7.0
+    assert retry_after_seconds({"retry-after-ms": "250", "retry-after": "7"}) == 0.25
+    assert retry_after_seconds({"retry-after": email.utils.formatdate(now + 30, usegmt=True)}, now=now) == 30.0
+    assert retry_after_seconds({"retry-after": email.utils.formatdate(now - 30, usegmt=True)}, now=now) == 0.0
+    assert retry_after_seconds({"retry-after": "soon"}) is None
+    assert retry_after_seconds({}) is None
+
+
+@pytest.mark.parametrize(("status", "words"), [(401, "refused the credentials (HTTP 401); check OPENAI_API_KEY"),
+                                               (404, "model or endpoint not found (HTTP 404)")])
+def test_auth_and_unknown_model_stop_a_cli_run_with_one_clear_line(tmp_path, status, words):
+    """A fatal judge error mid-run: exit 1, one message, no traceback, no retry, no judgment stored."""
+    env = os.environ | {"OPENAI_API_KEY": "sk-wrong"}
+    with FakeOpenAIServer(default=Behaviour(kind="error", status=status)) as srv:
+        res = subprocess.run(
+            [sys.executable, "-m", "assay.cli", "run", "--dataset", "qags-xsum", "--limit", "3", "--judge",
+             f"openai:fake-model@{srv.url}", "--judge-opt", "logprobs=false", "--concurrency", "1",
+             "--run-dir", str(tmp_path / "run"), "-q"], capture_output=True, text=True, env=env, timeout=120)
+    assert res.returncode == 1
+    assert words in " ".join(res.stderr.split()) and "Traceback" not in res.stderr
+    assert len(srv.requests) == 1
+    with RunStore(tmp_path / "run", readonly=True) as store:
+        assert store.count_judgments() == 0
 
 
 async def test_payload_carries_sampling_settings_and_logprobs(server):

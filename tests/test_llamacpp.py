@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import math
 
 import numpy as np
@@ -72,5 +73,7 @@ def test_direct_method_end_to_end_on_topical_chat(tmp_path, smollm2):
         assert (j.score is None) == bool(j.error)
         assert j.score is None or 1 <= j.score <= 3
         assert j.trace["answer"] is not None
-    assert result.manifest["judge"]["model_sha256"] and result.manifest["judge"]["backend"] == "llamacpp"
+    gguf = hashlib.sha256(resolve_model("smollm2").read_bytes()).hexdigest()
+    assert result.manifest["judge"] == {"backend": "llamacpp", "model": "smollm2", "base_url": None,
+                                        "model_sha256": gguf, "settings": {"n_ctx": smollm2.identity.settings["n_ctx"]}}
     assert sum(u.calls for u in result.usage.values()) == 6

@@ -51,6 +51,24 @@ async def test_greedy_calls_ignore_sample_index(tmp_path):
     assert a.text == b.text
 
 
+@pytest.mark.parametrize("change", [
+    {"temperature": 0.5}, {"top_p": 0.9}, {"max_tokens": 7}, {"n": 2}, {"seed": 1}, {"stop": ("\n",)},
+    {"top_logprobs": 5}, {"json_mode": True}, {"system": "Be strict."}, {"prompt": "other prompt"},
+])
+def test_cache_key_covers_every_request_setting(change):
+    from assay.judges.base import JudgeIdentity
+    from assay.judges.middleware import call_key
+
+    who = JudgeIdentity(backend="scripted", model="m")
+
+    def request(**over):
+        settings = {"prompt": "p", "system": None} | over
+        return Request.chat(settings.pop("prompt"), **settings)
+
+    assert call_key(who, request(**change)) != call_key(who, request())
+    assert call_key(who, request(**change)) == call_key(who, request(**change))  # stable across objects
+
+
 async def test_cache_key_includes_judge_identity(tmp_path):
     store = RunStore(tmp_path)
     a = ManagedJudge(ScriptedJudge(lambda r: "from a", name="a"), cache=store)
@@ -181,3 +199,93 @@ def test_a_judge_passed_in_stays_open_for_its_owner(tmp_path, topical_chat):
     for d in ("a", "b"):
         assay.evaluate(topical_chat, method="direct", judge=judge, limit=2, run_dir=tmp_path / d)
     assert Tracked.closed == 0 and len(judge.requests) == 2 * 2 * 4
+
+
+def test_price_table_files_and_their_errors(tmp_path):
+    from assay.errors import InputError
+    from assay.judges.middleware import PriceTable
+
+    yml = tmp_path / "prices.yaml"
+    yml.write_text("prompt_per_m: {m: 0.15}\ncompletion_per_m: {m: 0.6}\n")
+    js = tmp_path / "prices.json"
+    js.write_text(json.dumps({"prompt_per_m": {"m": 0.15}, "completion_per_m": {"m": 0.6}}))
+    assert PriceTable.load(yml) == PriceTable.load(js)
+    assert PriceTable.load(js).cost("m", 1_000_000, 2_000_000) == pytest.approx(0.15 + 1.2)
+    cases = {
+        '{"prompt_per_m": {"m": "cheap"}}': r"prices.bad, field 'prompt_per_m.m'",
+        '{"prompt_per_m": {"m": -1}}': r"field 'prompt_per_m.m'.*greater than or equal to 0",
+        '{"prompt": {"m": 1}}': r"field 'prompt'.*not permitted",
+        "[1, 2]": r"prices.bad: expected an object",
+        "prompt_per_m: {m: 1\ncompletion_per_m: {}\n": r"prices.bad, record line \d+: not valid JSON or YAML",
+    }
+    bad = tmp_path / "prices.bad"
+    for text, message in cases.items():
+        bad.write_text(text)
+        with pytest.raises(InputError, match=message):
+            PriceTable.load(bad)
+    with pytest.raises(InputError, match="nope.yaml: cannot read"):
+        PriceTable.load(tmp_path / "nope.yaml")
+
+
+def test_price_table_must_price_the_judge_model(tmp_path, topical_chat):
+    from assay.judges.middleware import PriceTable
+
+    prices = PriceTable(prompt_per_m={"gpt-x": 1.0}, completion_per_m={"gpt-x": 1.0})
+    with pytest.raises(ConfigError, match="no prompt_per_m or completion_per_m price for model 'scripted'.*gpt-x"):
+        assay.evaluate(topical_chat, judge=ScriptedJudge(lambda r: "3"), limit=1, prices=prices,
+                       run_dir=tmp_path / "run")
+    assert not (tmp_path / "run").exists()
+
+
+def test_cost_in_manifest_and_run_summary(tmp_path):
+    """``assay run --prices``: the cost of every call is in the manifest and printed; cached calls are free."""
+    from typer.testing import CliRunner
+
+    from assay.cli.main import app
+    from assay.testing import FakeOpenAIServer
+
+    prices = tmp_path / "prices.yaml"
+    prices.write_text("prompt_per_m: {fake-model: 1000}\ncompletion_per_m: {fake-model: 2000}\n")
+    run_dir = tmp_path / "run"
+    with FakeOpenAIServer() as server:  # every answer: 10 prompt tokens, 1 completion token
+        args = ["run", "--dataset", "qags-xsum", "--limit", "3", "--judge", f"openai:fake-model@{server.url}",
+                "--judge-opt", "logprobs=false", "--prices", str(prices), "--run-dir", str(run_dir), "-q"]
+        first = CliRunner().invoke(app, args, catch_exceptions=False)
+        again = CliRunner().invoke(app, args, catch_exceptions=False)
+    expected = (3 * 10 * 1000 + 3 * 1 * 2000) / 1e6
+    assert first.exit_code == 0, first.output
+    assert f"cost ${expected:.4f}" in first.output
+    assert f"cost $0.0000 (whole run ${expected:.4f})" in again.output
+    with RunStore(run_dir, readonly=True) as store:
+        manifest = store.manifest()
+    assert manifest["cost_usd"] == pytest.approx(expected)
+    assert manifest["usage"]["score"]["calls"] == 3 and manifest["usage"]["score"]["cached_calls"] == 0
+    assert manifest["prices"] == {"prompt_per_m": {"fake-model": 1000.0}, "completion_per_m": {"fake-model": 2000.0}}
+
+
+def test_replay_answers_recorded_calls_and_names_an_unrecorded_one(tmp_path, topical_chat):
+    import asyncio
+
+    from assay.errors import ReplayMissError
+    from assay.judges.replay import ReplayJudge, shared_prefix
+
+    recorded = assay.evaluate(topical_chat, judge=ScriptedJudge(lambda r: "2"), limit=1, run_dir=tmp_path / "a",
+                              dimensions=["naturalness"])
+    witness = ScriptedJudge(lambda r: "2")  # sees the prompts of the first two samples
+    assay.evaluate(topical_chat, judge=witness, limit=2, run_dir=tmp_path / "w", dimensions=["naturalness"])
+    first, second = (r.messages[-1].content for r in witness.requests)
+    replay = ReplayJudge(tmp_path / "a")
+    try:
+        again = assay.evaluate(topical_chat, judge=replay, limit=1, run_dir=tmp_path / "b",
+                               dimensions=["naturalness"])
+        assert [j.score for j in again.judgments] == [j.score for j in recorded.judgments] == [2.0]
+        assert again.manifest["judge"]["backend"] == "replay"
+        with pytest.raises(ReplayMissError, match="never made this call") as err:
+            assay.evaluate(topical_chat, judge=replay, limit=2, run_dir=tmp_path / "c", dimensions=["naturalness"])
+    finally:
+        asyncio.run(replay.aclose())
+    message = str(err.value)
+    assert "temperature=0.0" in message and "sample_index=0" in message
+    # it names the request by showing where it parts from the closest recorded one
+    d = shared_prefix(first, second)
+    assert repr(second[d:d + 12])[1:-1] in message and repr(first[d:d + 12])[1:-1] in message

@@ -75,7 +75,8 @@ def evaluate(
         limit / docs: Keep the first ``docs`` source documents, then the first ``limit`` samples.
         concurrency: Judge calls in flight (default: the backend's).
         retry: Retry and timeout policy.
-        prices: Price table for cost accounting.
+        prices: Price table for cost accounting (see :meth:`PriceTable.load`); it must price the
+            judge's model. The cost goes into the manifest (``cost_usd``, ``usage`` per stage).
         on_start: Called with (units to do, units already done) before work starts.
         on_update: Called after each unit (the CLI's progress bar).
     """
@@ -110,6 +111,13 @@ async def evaluate_async(
     run_path = Path(run_dir) if run_dir is not None else Path(tempfile.mkdtemp(prefix="assay-run-"))
     owns_judge = isinstance(judge, str)  # a Judge object passed in stays open: its owner may use it again
     bare = load_judge(judge, **(judge_options or {})) if owns_judge else judge
+    if prices is not None:  # before the run directory is made
+        try:
+            prices.check_covers(bare.identity.model)
+        except ConfigError:
+            if owns_judge:
+                await bare.aclose()
+            raise
     store = RunStore(run_path)
     managed = ManagedJudge(bare, cache=store, concurrency=concurrency, retry=retry, prices=prices)
     try:
@@ -135,6 +143,7 @@ async def evaluate_async(
             "judge_logprobs": bare.supports_logprobs,
             "dataset": {"name": dataset.name, "sha256": dataset.sha256},
             "dimensions": [d.model_dump(mode="json") for d in dims],
+            "prices": prices.model_dump() if prices is not None else None,
             "assay_version": __version__,
             "python": platform.python_version(),
             "started_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
@@ -151,10 +160,14 @@ async def evaluate_async(
         finally:  # usage is kept even when the run is interrupted
             sessions = store.get_meta("usage_sessions") or []
             sessions.append({k: v.model_dump() for k, v in managed.ledger.by_stage.items()}
-                            | {"_retries": managed.ledger.retries, "_failures": managed.ledger.failures})
+                            | {"_retries": managed.ledger.retries, "_failures": managed.ledger.failures,
+                               "_prices": prices.model_dump() if prices is not None else None})
             store.set_meta("usage_sessions", sessions)
         manifest = store.manifest() or manifest
         manifest["notes"] = store.notes()
+        manifest["usage"], manifest["cost_usd"] = usage_totals(sessions)
+        if prices is not None:  # a resumed run records the table it last ran with; sessions keep each one
+            manifest["prices"] = prices.model_dump()
         store.set_meta("manifest", manifest)
         return RunResult(run_dir=run_path, judgments=store.judgments(), manifest=manifest,
                          usage=dict(managed.ledger.by_stage), notes=store.notes(), progress=progress,
@@ -163,6 +176,18 @@ async def evaluate_async(
         if owns_judge:
             await managed.aclose()
         store.close()
+
+
+def usage_totals(sessions: list[dict[str, Any]]) -> tuple[dict[str, dict[str, Any]], float | None]:
+    """Usage per stage summed over a run's sessions, and its cost (None when no session had prices)."""
+    by_stage: dict[str, Usage] = {}
+    for session in sessions:
+        for stage, u in session.items():
+            if not stage.startswith("_"):
+                by_stage.setdefault(stage, Usage()).add(Usage(**u))
+    priced = any(s.get("_prices") for s in sessions)
+    cost = sum(u.cost_usd for u in by_stage.values()) if priced else None
+    return {k: v.model_dump() for k, v in by_stage.items()}, cost
 
 
 async def _detect_capabilities(judge: Judge, store: RunStore) -> None:

@@ -186,6 +186,11 @@ class RunStore:
             "INSERT OR IGNORE INTO calls VALUES (?, ?, ?, ?, ?)",
             (key, identity.label, request.model_dump_json(), response.model_dump_json(), time.time()))
 
+    def call_requests(self) -> Iterator[Request]:
+        """The requests of the recorded calls (the replay judge's error search)."""
+        for (text,) in self._db.execute("SELECT request FROM calls ORDER BY rowid"):
+            yield Request.model_validate_json(text)
+
     def call_keys(self) -> set[str]:
         return {r[0] for r in self._db.execute("SELECT key FROM calls")}
 

@@ -3,7 +3,7 @@
 It answers ``POST /v1/chat/completions`` and ``GET /v1/models``. Each request is answered by
 the next scripted behaviour (or the default one): a normal answer, an HTTP error with optional
 Retry-After, a slow answer, a dropped connection, or a malformed body. Every request it
-receives is logged (with its body), and optionally appended to a JSONL file so that another
+receives is logged (with its body and its Authorization header), and optionally appended to a JSONL file so that another
 process can see what was asked.
 """
 
@@ -50,12 +50,17 @@ class Behaviour:
 
 @dataclass
 class FakeOpenAIServer:
-    """A threaded loopback server; use as a context manager, read ``url`` and ``requests``."""
+    """A threaded loopback server; use as a context manager, read ``url``, ``requests`` and ``auth``.
+
+    ``auth`` holds the Authorization header of every POST, so that tests can check which
+    key a client actually sent.
+    """
 
     default: Behaviour = field(default_factory=Behaviour)
     log_path: Path | None = None
     script: deque[Behaviour] = field(default_factory=deque)
     requests: list[dict[str, Any]] = field(default_factory=list)
+    auth: list[str | None] = field(default_factory=list)
     port: int = 0
 
     def __post_init__(self) -> None:
@@ -76,6 +81,7 @@ class FakeOpenAIServer:
                 body = json.loads(self.rfile.read(length) or b"{}")
                 with server._lock:
                     server.requests.append(body)
+                    server.auth.append(self.headers.get("authorization"))
                     behaviour = server.script.popleft() if server.script else server.default
                 if behaviour.kind == "drop":
                     self.close_connection = True

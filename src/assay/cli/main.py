@@ -69,7 +69,8 @@ def run(
     concurrency: Annotated[int | None, typer.Option(help="Judge calls in flight")] = None,
     timeout: Annotated[float, typer.Option(help="Seconds per call attempt")] = 180.0,
     retries: Annotated[int, typer.Option(help="Attempts per call")] = 6,
-    prices: Annotated[Path | None, typer.Option(help="Price table JSON for cost accounting")] = None,
+    prices: Annotated[Path | None, typer.Option(
+        help="Price table (JSON or YAML): USD per million prompt/completion tokens by model")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar")] = False,
 ) -> None:
     """Judge a dataset with a method; re-run the same command to resume.
@@ -84,7 +85,7 @@ def run(
 
     options = flags_to_options(list(ctx.args), get_method(method).Options, method)
     run_path = run_dir or Path("runs") / f"{Path(dataset).stem.split(':')[0]}-{method}"
-    price_table = PriceTable.model_validate_json(prices.read_text()) if prices else None
+    price_table = PriceTable.load(prices) if prices else None
     bar = _progress(quiet)
     task: list[Any] = []
 
@@ -104,7 +105,7 @@ def run(
                           options=options, judge_options=judge_options(judge_opt), limit=limit, docs=docs,
                           concurrency=concurrency, retry=RetryPolicy(timeout_s=timeout, max_attempts=retries),
                           prices=price_table, on_start=on_start, on_update=on_update)
-    _print_run(result)
+    _print_run(result, priced=price_table is not None)
 
 
 def _progress(quiet: bool) -> Progress:
@@ -113,7 +114,7 @@ def _progress(quiet: bool) -> Progress:
                     console=console, disable=quiet, transient=False)
 
 
-def _print_run(result: Any) -> None:
+def _print_run(result: Any, *, priced: bool = False) -> None:
     from assay.report.summary import run_summary
 
     table = Table(title=f"{result.manifest['method']} on {result.manifest['dataset']['name']} "
@@ -135,9 +136,12 @@ def _print_run(result: Any) -> None:
     if len(usage) > 1:
         out.print("by stage: " + "; ".join(
             f"{stage} {u.calls} calls, {u.prompt_tokens}/{u.completion_tokens} tok, {u.latency_s:.1f} s"
-            + (f", ${u.cost_usd:.4f}" if u.cost_usd else "") for stage, u in usage.items()))
-    elif any(u.cost_usd for u in usage.values()):
-        out.print(f"cost ${sum(u.cost_usd for u in usage.values()):.4f}")
+            + (f", ${u.cost_usd:.4f}" if priced else "") for stage, u in usage.items()))
+    if priced:
+        cost = f"cost ${sum(u.cost_usd for u in usage.values()):.4f}"
+        if result.resumed:
+            cost += f" (whole run ${result.manifest['cost_usd']:.4f})"
+        out.print(cost)
     for n in result.notes:
         out.print(f"[yellow]note ({n['kind']}, x{n['count']}):[/] {n['message']}")
     if result.progress.failed:

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from assay.datasets import loaders
 from assay.datasets.catalog import CATALOG, DatasetInfo
+from assay.datasets.readers import read_records
 from assay.errors import ConfigError, InputError, did_you_mean
 from assay.types import Dimension, Sample
 
@@ -63,7 +64,7 @@ class Dataset:
         """A dataset from Samples built in Python; its hash covers the samples' content."""
         if not dimensions:
             raise ConfigError("samples given directly need their Dimension objects (dimensions=[Dimension(...)])")
-        check_unique(samples, "<samples>")
+        check_unique(samples, None)
         info = DatasetInfo(
             name=name, loader="python", file="", task=task, input_name=input_name, output_name=output_name,
             dimensions=tuple(dimensions), default_dimensions=tuple(d.name for d in dimensions),
@@ -108,15 +109,21 @@ def load_dataset(spec: str) -> Dataset:
         data = ref.read_bytes()
         path = Path(str(ref))
     samples = getattr(loaders, info.loader)(path)
-    check_unique(samples, str(path))
+    check_unique(samples, path)
     return Dataset(info=info, samples=samples, sha256=hashlib.sha256(data).hexdigest(), path=str(path))
 
 
-def check_unique(samples: list[Sample], file: str) -> None:
-    """Raise on the first repeated sample id, naming both records."""
+def check_unique(samples: list[Sample], file: str | Path | None) -> None:
+    """Raise on the first repeated sample id, naming both records.
+
+    Args:
+        samples: The samples, one per record of ``file`` in file order.
+        file: Their data file (read again on error, to name lines); None for samples made in Python.
+    """
     first: dict[str, int] = {}
     for i, s in enumerate(samples):
         if s.id in first:
-            raise InputError(f"duplicate id {s.id!r} (first at record {first[s.id]})", file=file,
-                             record=i, field="id")
+            where = read_records(file).where if file is not None else (lambda k: k)
+            raise InputError(f"duplicate id {s.id!r} (first at record {where(first[s.id])})",
+                             file=str(file) if file is not None else "samples", record=where(i), field="id")
         first[s.id] = i

@@ -65,20 +65,22 @@ def load_records_mapped(path: Path, fields: FieldMap, human: dict[str, str]) -> 
     """Samples from a file's records through a field mapping; ids default to the record index."""
     f = str(path)
     out = []
-    for i, r in enumerate(read_records(path)):
-        sid = field(r, fields.id, file=f, record=i) if fields.id else str(i)
+    records = read_records(path)
+    for i, r in enumerate(records):
+        at = records.where(i)
+        sid = field(r, fields.id, file=f, record=at) if fields.id else str(i)
         ratings = {}
         for dim, key in human.items():
             if r.get(key) not in (None, ""):
-                ratings[dim] = number(r[key], file=f, record=i, name=key)
+                ratings[dim] = number(r[key], file=f, record=at, name=key)
         out.append(Sample(
             id=sid,
-            doc_id=field(r, fields.doc_id, file=f, record=i) if fields.doc_id else sid,
-            system_id=field(r, fields.system_id, file=f, record=i) if fields.system_id else "",
-            source=field(r, fields.source, file=f, record=i) if fields.source else "",
-            output=field(r, fields.output, file=f, record=i),
-            reference=field(r, fields.reference, file=f, record=i, optional=True) if fields.reference else None,
-            context=field(r, fields.context, file=f, record=i, optional=True) if fields.context else None,
+            doc_id=field(r, fields.doc_id, file=f, record=at) if fields.doc_id else sid,
+            system_id=field(r, fields.system_id, file=f, record=at) if fields.system_id else "",
+            source=field(r, fields.source, file=f, record=at) if fields.source else "",
+            output=field(r, fields.output, file=f, record=at),
+            reference=field(r, fields.reference, file=f, record=at, optional=True) if fields.reference else None,
+            context=field(r, fields.context, file=f, record=at, optional=True) if fields.context else None,
             human=ratings,
         ))
     return out
@@ -103,7 +105,7 @@ def load_spec_file(spec_path: Path) -> Any:
                          field=".".join(str(p) for p in err["loc"])) from exc
     data_path = (spec_path.parent / spec.file).resolve()
     samples = load_records_mapped(data_path, spec.fields, spec.human)
-    check_unique(samples, str(data_path))
+    check_unique(samples, data_path)
     dims = tuple(spec.dimensions)
     info = DatasetInfo(
         name=spec.name, loader="generic", file=str(data_path), task=spec.task, input_name=spec.input_name,

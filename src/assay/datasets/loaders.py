@@ -7,7 +7,7 @@ from pathlib import Path
 from statistics import mean
 from typing import Any
 
-from assay.datasets.readers import Record, field, number, read_records
+from assay.datasets.readers import Record, Records, field, number, read_records
 from assay.errors import InputError
 from assay.types import Sample
 
@@ -40,38 +40,39 @@ def load_summeval(path: Path) -> list[Sample]:
         return _summeval_release(records, str(path))
     out = []
     for i, r in enumerate(records):
+        at = records.where(i)
         f = str(path)
-        doc, sys_ = field(r, "doc_id", file=f, record=i), field(r, "system_id", file=f, record=i)
-        scores = field(r, "scores", file=f, record=i, kind=dict)
+        doc, sys_ = field(r, "doc_id", file=f, record=at), field(r, "system_id", file=f, record=at)
+        scores = field(r, "scores", file=f, record=at, kind=dict)
         out.append(Sample(
             id=f"{doc}:{sys_}", doc_id=doc, system_id=sys_,
-            source=field(r, "source", file=f, record=i), output=field(r, "system_output", file=f, record=i),
-            reference=field(r, "reference", file=f, record=i, optional=True),
+            source=field(r, "source", file=f, record=at), output=field(r, "system_output", file=f, record=at),
+            reference=field(r, "reference", file=f, record=at, optional=True),
             human=_ratings(scores, ["coherence", "consistency", "fluency", "relevance", "overall"],
-                           file=f, record=i),
+                           file=f, record=at),
         ))
     return out
 
 
-def _summeval_release(records: list[Record], f: str) -> list[Sample]:
+def _summeval_release(records: Records, f: str) -> list[Sample]:
     out = []
     dims = ["coherence", "consistency", "fluency", "relevance"]
     for i, r in enumerate(records):
-        rec = f"line {i + 1}"
-        experts = field(r, "expert_annotations", file=f, record=rec, kind=list)
+        at = records.where(i)
+        experts = field(r, "expert_annotations", file=f, record=at, kind=list)
         if not experts:
-            raise InputError("no expert annotations", file=f, record=rec, field="expert_annotations")
+            raise InputError("no expert annotations", file=f, record=at, field="expert_annotations")
         per: dict[str, list[float]] = {d: [] for d in dims}
         for e, ann in enumerate(experts):
             if not isinstance(ann, dict):
-                raise InputError("expected an object", file=f, record=rec, field=f"expert_annotations[{e}]")
+                raise InputError("expected an object", file=f, record=at, field=f"expert_annotations[{e}]")
             for d in dims:
-                per[d].append(number(ann.get(d), file=f, record=rec, name=f"expert_annotations[{e}].{d}"))
+                per[d].append(number(ann.get(d), file=f, record=at, name=f"expert_annotations[{e}].{d}"))
         refs = r.get("references") or []
-        doc, sys_ = field(r, "id", file=f, record=rec), field(r, "model_id", file=f, record=rec)
+        doc, sys_ = field(r, "id", file=f, record=at), field(r, "model_id", file=f, record=at)
         out.append(Sample(
-            id=f"{doc}:{sys_}", doc_id=doc, system_id=sys_, source=field(r, "text", file=f, record=rec),
-            output=field(r, "decoded", file=f, record=rec), reference=refs[0] if refs else None,
+            id=f"{doc}:{sys_}", doc_id=doc, system_id=sys_, source=field(r, "text", file=f, record=at),
+            output=field(r, "decoded", file=f, record=at), reference=refs[0] if refs else None,
             human={d: mean(v) for d, v in per.items()}, annotators=per,
             metadata={"references": refs},
         ))
@@ -85,15 +86,16 @@ def load_unieval_dialogue(path: Path) -> list[Sample]:
     out = []
     f = str(path)
     for i, r in enumerate(records):
-        src = field(r, "source", file=f, record=i)
+        at = records.where(i)
+        src = field(r, "source", file=f, record=at)
         doc = _doc_index(src, seen, "ctx")
-        sys_ = field(r, "system_id", file=f, record=i)
-        scores = field(r, "scores", file=f, record=i, kind=dict)
+        sys_ = field(r, "system_id", file=f, record=at)
+        scores = field(r, "scores", file=f, record=at, kind=dict)
         out.append(Sample(
             id=f"{doc}:{sys_}", doc_id=doc, system_id=sys_, source=src,
-            output=field(r, "system_output", file=f, record=i),
-            context=field(r, "context", file=f, record=i, optional=True),
-            human=_ratings(scores, list(scores), file=f, record=i),
+            output=field(r, "system_output", file=f, record=at),
+            context=field(r, "context", file=f, record=at, optional=True),
+            human=_ratings(scores, list(scores), file=f, record=at),
         ))
     return out
 
@@ -106,14 +108,15 @@ def load_usr_persona(path: Path) -> list[Sample]:
     out = []
     f = str(path)
     for i, r in enumerate(records):
-        hist = field(r, "dialog_history", file=f, record=i)
+        at = records.where(i)
+        hist = field(r, "dialog_history", file=f, record=at)
         doc = _doc_index(hist, seen, "ctx")
-        sys_ = field(r, "model", file=f, record=i)
+        sys_ = field(r, "model", file=f, record=at)
         out.append(Sample(
             id=f"{doc}:{sys_}", doc_id=doc, system_id=sys_, source=hist,
-            output=field(r, "response", file=f, record=i).strip(),
-            context=field(r, "fact", file=f, record=i, optional=True),
-            human=_ratings(r, dims, file=f, record=i),
+            output=field(r, "response", file=f, record=at).strip(),
+            context=field(r, "fact", file=f, record=at, optional=True),
+            human=_ratings(r, dims, file=f, record=at),
         ))
     return out
 
@@ -124,13 +127,14 @@ def load_qags(path: Path) -> list[Sample]:
     out = []
     f = str(path)
     for i, r in enumerate(records):
-        doc = field(r, "doc_id", file=f, record=i)
+        at = records.where(i)
+        doc = field(r, "doc_id", file=f, record=at)
         out.append(Sample(
-            id=f"{doc}:{field(r, 'system_id', file=f, record=i)}", doc_id=doc,
-            system_id=field(r, "system_id", file=f, record=i),
-            source=field(r, "source", file=f, record=i), output=field(r, "system_output", file=f, record=i),
-            reference=field(r, "reference", file=f, record=i, optional=True),
-            human=_ratings(field(r, "scores", file=f, record=i, kind=dict), ["consistency"], file=f, record=i),
+            id=f"{doc}:{field(r, 'system_id', file=f, record=at)}", doc_id=doc,
+            system_id=field(r, "system_id", file=f, record=at),
+            source=field(r, "source", file=f, record=at), output=field(r, "system_output", file=f, record=at),
+            reference=field(r, "reference", file=f, record=at, optional=True),
+            human=_ratings(field(r, "scores", file=f, record=at, kind=dict), ["consistency"], file=f, record=at),
         ))
     return out
 
@@ -144,12 +148,13 @@ def load_helpsteer2(path: Path) -> list[Sample]:
     out = []
     f = str(path)
     for i, r in enumerate(records):
-        prompt = field(r, "prompt", file=f, record=i)
+        at = records.where(i)
+        prompt = field(r, "prompt", file=f, record=at)
         doc = _doc_index(prompt, seen, "p")
         counts[doc] = counts.get(doc, 0) + 1
         out.append(Sample(
             id=f"{doc}:r{counts[doc]}", doc_id=doc, system_id=f"r{counts[doc]}", source=prompt,
-            output=field(r, "response", file=f, record=i), human=_ratings(r, dims, file=f, record=i),
+            output=field(r, "response", file=f, record=at), human=_ratings(r, dims, file=f, record=at),
         ))
     return out
 
@@ -161,11 +166,12 @@ def load_sumpubmed(path: Path) -> list[Sample]:
     out = []
     f = str(path)
     for i, r in enumerate(records):
+        at = records.where(i)
         name = str(r.get("filename_text") or f"doc{i:03d}")
         out.append(Sample(
-            id=name, doc_id=name, system_id="summary", source=field(r, "text", file=f, record=i),
-            output=field(r, "shorter_abstract", file=f, record=i),
-            reference=field(r, "abstract", file=f, record=i, optional=True),
-            human=_ratings(r, dims, file=f, record=i),
+            id=name, doc_id=name, system_id="summary", source=field(r, "text", file=f, record=at),
+            output=field(r, "shorter_abstract", file=f, record=at),
+            reference=field(r, "abstract", file=f, record=at, optional=True),
+            human=_ratings(r, dims, file=f, record=at),
         ))
     return out

@@ -14,7 +14,22 @@ from assay.errors import InputError
 Record = dict[str, Any]
 
 
-def read_records(path: str | Path) -> list[Record]:
+class Records(list[Record]):
+    """A file's records, each knowing where it stands in the file for error messages.
+
+    ``where(i)`` is what an error calls record ``i``: its line in a JSONL or CSV file, its
+    index in a JSON list, its row in a Parquet table.
+    """
+
+    def __init__(self, records: list[Record], places: list[str | int] | None = None) -> None:
+        super().__init__(records)
+        self.places: list[str | int] = places if places is not None else list(range(len(records)))
+
+    def where(self, i: int) -> str | int:
+        return self.places[i] if i < len(self.places) else i
+
+
+def read_records(path: str | Path) -> Records:
     """All records of a file, by its extension (``.gz`` is read through).
 
     JSON must be a list of objects (or an object whose only list value is the records);
@@ -31,7 +46,8 @@ def read_records(path: str | Path) -> list[Record]:
         if name.endswith(".parquet"):
             import pandas as pd
 
-            return [dict(r) for r in pd.read_parquet(path).to_dict(orient="records")]
+            rows = [dict(r) for r in pd.read_parquet(path).to_dict(orient="records")]
+            return Records(rows, [f"row {i}" for i in range(len(rows))])
         text = _read_text(path)
     except InputError:
         raise
@@ -40,9 +56,9 @@ def read_records(path: str | Path) -> list[Record]:
     if name.endswith(".jsonl"):
         return _jsonl(text, path)
     if name.endswith(".json"):
-        return _json(text, path)
+        return Records(_json(text, path))
     if name.endswith(".csv"):
-        return [dict(r) for r in csv.DictReader(io.StringIO(text))]
+        return _csv(text)
     raise InputError("unknown file type; use .json, .jsonl, .csv or .parquet (optionally .gz)", file=str(path))
 
 
@@ -53,8 +69,17 @@ def _read_text(path: Path) -> str:
     return raw.decode("utf-8")
 
 
-def _jsonl(text: str, path: Path) -> list[Record]:
-    records = []
+def _csv(text: str) -> Records:
+    reader = csv.DictReader(io.StringIO(text))
+    records, places = [], []
+    for row in reader:
+        records.append(dict(row))
+        places.append(f"line {reader.line_num}")  # the row's last line (its only one, unless a value spans lines)
+    return Records(records, places)
+
+
+def _jsonl(text: str, path: Path) -> Records:
+    records, places = [], []
     for lineno, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
@@ -66,7 +91,8 @@ def _jsonl(text: str, path: Path) -> list[Record]:
         if not isinstance(obj, dict):
             raise InputError("expected a JSON object", file=str(path), record=f"line {lineno}")
         records.append(obj)
-    return records
+        places.append(f"line {lineno}")
+    return Records(records, places)
 
 
 def _json(text: str, path: Path) -> list[Record]:

@@ -8,11 +8,13 @@ import json
 import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Protocol
 
-from pydantic import BaseModel, ConfigDict
+import yaml
+from pydantic import BaseModel, ConfigDict, NonNegativeFloat, ValidationError
 
-from assay.errors import FatalJudgeError, JudgeError, TransientJudgeError
+from assay.errors import ConfigError, FatalJudgeError, InputError, JudgeError, TransientJudgeError
 from assay.judges.base import Judge, JudgeIdentity, Request, Response
 from assay.types import Usage
 
@@ -56,12 +58,47 @@ class RetryPolicy(BaseModel):
 
 
 class PriceTable(BaseModel):
-    """US dollars per million tokens, by model name."""
+    """US dollars per million tokens, by model name, as the user gives them (assay ships no prices).
+
+    Attributes:
+        prompt_per_m: Model name -> USD per million prompt tokens.
+        completion_per_m: Model name -> USD per million completion tokens.
+    """
 
     model_config = ConfigDict(extra="forbid")
 
-    prompt_per_m: dict[str, float] = {}
-    completion_per_m: dict[str, float] = {}
+    prompt_per_m: dict[str, NonNegativeFloat] = {}
+    completion_per_m: dict[str, NonNegativeFloat] = {}
+
+    @classmethod
+    def load(cls, path: str | Path) -> PriceTable:
+        """A price table from a JSON or YAML file; a bad file is an error naming it and the field."""
+        path = Path(path)
+        try:
+            data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        except OSError as exc:
+            raise InputError(f"cannot read the price table: {exc.strerror or exc}", file=str(path)) from exc
+        except yaml.YAMLError as exc:
+            mark = getattr(exc, "problem_mark", None)
+            raise InputError(f"not valid JSON or YAML: {getattr(exc, 'problem', None) or exc}", file=str(path),
+                             record=f"line {mark.line + 1}" if mark else None) from exc
+        if not isinstance(data, dict):
+            raise InputError("expected an object with 'prompt_per_m' and 'completion_per_m'", file=str(path))
+        try:
+            return cls.model_validate(data)
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            raise InputError(err["msg"], file=str(path),
+                             field=".".join(str(p) for p in err["loc"])) from None
+
+    def check_covers(self, model: str) -> None:
+        """Refuse a table without both prices for the judge's model, instead of counting it as free."""
+        missing = [k for k, table in (("prompt_per_m", self.prompt_per_m), ("completion_per_m", self.completion_per_m))
+                   if model not in table]
+        if missing:
+            known = sorted(set(self.prompt_per_m) | set(self.completion_per_m))
+            raise ConfigError(f"the price table has no {' or '.join(missing)} price for model {model!r} "
+                              f"(it prices: {', '.join(known) or 'nothing'})")
 
     def cost(self, model: str, prompt_tokens: int, completion_tokens: int) -> float:
         return (prompt_tokens * self.prompt_per_m.get(model, 0.0)
@@ -124,6 +161,8 @@ class ManagedJudge:
         self.concurrency = concurrency or judge.default_concurrency
         self._sem = asyncio.Semaphore(self.concurrency)
         self.retry = retry or RetryPolicy()
+        if prices is not None:
+            prices.check_covers(judge.identity.model)
         self.prices = prices
         self.ledger = ledger or Ledger()
         self._on_retry = on_retry

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import email.utils
 import os
 import time
+from collections.abc import Mapping
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 from assay.errors import ConfigError, FatalJudgeError, TransientJudgeError
 from assay.judges.base import (
@@ -53,9 +56,7 @@ class OpenAIJudge(Judge):
         self._client = openai.AsyncOpenAI(
             api_key=key, base_url=base_url, max_retries=0, timeout=timeout
         )
-        self.identity = JudgeIdentity(
-            backend="openai", model=model, base_url=base_url.rstrip("/") if base_url else None
-        )
+        self.identity = JudgeIdentity(backend="openai", model=model, base_url=public_url(base_url))
         self._model = model
         self._logprobs_forced = logprobs
         self.supports_logprobs = bool(logprobs) if logprobs is not None else True
@@ -142,6 +143,18 @@ class OpenAIJudge(Judge):
         return _to_response(raw, latency)
 
 
+def public_url(url: str | None) -> str | None:
+    """The endpoint as it may be recorded: credentials (``user:key@``) and query string removed."""
+    if url is None:
+        return None
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    if ":" in host:  # IPv6 literal
+        host = f"[{host}]"
+    netloc = f"{host}:{parts.port}" if parts.port is not None else host
+    return urlunsplit((parts.scheme, netloc, parts.path.rstrip("/"), "", ""))
+
+
 def _to_response(raw: Any, latency: float) -> Response:
     """A chat.completion JSON object as a Response; anything else is a malformed answer."""
     if not isinstance(raw, dict) or not raw.get("choices"):
@@ -174,11 +187,29 @@ def _to_response(raw: Any, latency: float) -> Response:
 
 def _retry_after(exc: Any) -> float | None:
     response = getattr(exc, "response", None)
-    value = response.headers.get("retry-after") if response is not None else None
-    try:
-        return float(value) if value is not None else None
-    except ValueError:
+    return retry_after_seconds(response.headers) if response is not None else None
+
+
+def retry_after_seconds(headers: Mapping[str, str], now: float | None = None) -> float | None:
+    """The wait a server asked for: ``retry-after-ms``, or ``Retry-After`` in seconds or as an HTTP date."""
+    ms = headers.get("retry-after-ms")
+    if ms is not None:
+        try:
+            return float(ms) / 1000
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if value is None:
         return None
+    try:
+        return float(value)
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - (time.time() if now is None else now))
 
 
 def _brief(exc: Exception) -> str:

@@ -38,12 +38,39 @@ class ReplayJudge(Judge):
     async def generate(self, request: Request) -> Response:
         hit = self._store.get_call(call_key(self.recorded, request))
         if hit is None:
-            last = request.messages[-1].content
-            snippet = (last[:120] + "...") if len(last) > 120 else last
             raise ReplayMissError(
                 f"replay: the recorded run never made this call (temperature={request.temperature}, "
-                f"n={request.n}, sample_index={request.sample_index}); last message starts: {snippet!r}")
+                f"n={request.n}, sample_index={request.sample_index}); {self._nearest(request)}")
         return hit
+
+    def _nearest(self, request: Request) -> str:
+        """Where the request parts from the most similar recorded one, so that the miss can be found."""
+        asked = _text(request)
+        best: Request | None = None
+        shared = -1
+        for recorded in self._store.call_requests():
+            n = shared_prefix(asked, _text(recorded))
+            if n > shared:
+                best, shared = recorded, n
+        if best is None:
+            return "the recorded run holds no calls"
+        if shared == len(asked) == len(_text(best)):
+            ours, theirs = request.key_payload(), best.key_payload()
+            diff = ", ".join(f"{k}={ours[k]!r} (recorded {theirs[k]!r})"
+                             for k in ours if k != "messages" and ours[k] != theirs[k])
+            return f"a recorded call has the same messages but other settings: {diff}"
+        start = max(0, shared - 60)
+        return (f"asked ...{asked[start:shared + 60]!r}..., where the closest recorded call has "
+                f"...{_text(best)[start:shared + 60]!r}... (they part at character {shared})")
 
     async def aclose(self) -> None:
         self._store.close()
+
+
+def _text(request: Request) -> str:
+    return "\n\n".join(f"[{m.role}] {m.content}" for m in request.messages)
+
+
+def shared_prefix(a: str, b: str) -> int:
+    """How many leading characters two texts share."""
+    return next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
