@@ -172,6 +172,22 @@ async def test_cost_and_stage_accounting(tmp_path):
     assert judge.ledger.total().cost_usd == pytest.approx((6 * 2.0 + 6 * 10.0) / 1e6)
 
 
+def test_replayed_calls_cost_nothing(tmp_path):
+    from assay.judges.middleware import PriceTable
+    from assay.judges.replay import ReplayJudge
+
+    prices = PriceTable(prompt_per_m={"scripted": 2.0}, completion_per_m={"scripted": 10.0})
+    inner = ScriptedJudge(lambda req: "3")
+    inner.identity = inner.identity.model_copy(update={"model": "scripted"})
+    first = assay.evaluate(assay.load_dataset("topical-chat"), method="direct", judge=inner, limit=1,
+                           run_dir=tmp_path / "paid", prices=prices, dimensions=["coherence"])
+    assert first.usage["score"].cost_usd > 0
+    replayed = assay.evaluate(assay.load_dataset("topical-chat"), method="direct",
+                              judge=ReplayJudge(tmp_path / "paid"), limit=1, run_dir=tmp_path / "replayed",
+                              prices=prices, dimensions=["coherence"])
+    assert replayed.usage["score"].calls == 1 and replayed.usage["score"].cost_usd == 0
+
+
 def test_evaluate_plain_samples(tmp_path):
     from assay.types import Dimension, Sample, Scale
 

@@ -187,7 +187,7 @@ class ManagedJudge:
                 return hit
         async with self._sem:
             response = await self._with_retries(request)
-        if self.prices is not None:
+        if self.prices is not None and self.identity.backend != "replay":  # a replayed call cost nothing
             response.cost_usd = self.prices.cost(
                 self.identity.model, response.prompt_tokens, response.completion_tokens)
         if self.cache is not None:
