@@ -42,7 +42,7 @@ from assay.rubrics.generate import (
     validate_instruction,
 )
 from assay.rubrics.reprompt import ask_json
-from assay.rubrics.stats import alignment, merge_groups, tag_rubric, uniqueness, validate_tags
+from assay.rubrics.stats import alignment, merge_groups, rubric_stats, tag_rubric, uniqueness, validate_tags
 from assay.types import Sample
 
 CRITERIA = {"criteria": [
@@ -396,3 +396,10 @@ async def test_tagging_records_tags_and_computes_alignment():
     assert alignment(tags) == pytest.approx(1 / 2)  # the untaggable criterion is left out, not counted
     assert len(tags[2].attempts) == 2
     assert all(r.temperature == 0 for r in judge.requests)
+
+
+def test_stats_without_embeddings_leave_uniqueness_uncomputed():
+    res = rubric_stats(_rubric(ENGAGE, TONE), None, 0.8)
+    assert res["breadth"] == 2 and res["unique"] is None and res["merged"] is None
+    res = rubric_stats(_rubric(ENGAGE, TONE), np.array([[1.0, 0.0], [1.0, 0.01]]), 0.8)
+    assert res["unique"] == pytest.approx(1 / 2) and res["merged"] == [["Engagement", "Tone"]]
