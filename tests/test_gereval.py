@@ -142,6 +142,16 @@ def test_human_rubric_mirrors_the_dataset_dimensions():
         human_rubric("nope")
 
 
+@pytest.mark.parametrize("info", assay.datasets.list_datasets(), ids=lambda i: i.name)
+def test_every_bundled_dataset_has_a_human_rubric_file(info, tmp_path):
+    rubric = human_rubric(info.name)
+    rated = [d for d in info.dimensions if d.name != "overall"]
+    assert rubric.criteria and [c.name for c in rubric.criteria] == [d.name for d in rated]
+    for c, d in zip(rubric.criteria, rated, strict=True):
+        assert c.dimension().scale == d.scale and c.description == d.definition and c.instruction
+    assert load_rubric(save_rubric(rubric, tmp_path / "h.json")) == rubric  # same file format as generated ones
+
+
 def test_task_texts_are_shipped_for_the_papers_datasets():
     for name in ("summeval", "topical-chat", "usr-persona-chat", "qags-xsum", "qags-cnndm", "helpsteer2",
                  "sumpubmed", "summeval-experts"):
