@@ -2,9 +2,22 @@
 
 from __future__ import annotations
 
+import importlib.util
+
 import pytest
 
 from assay.datasets import Dataset, load_dataset
+
+
+def pytest_collection_modifyitems(config, items):
+    """Skip ``embed``-marked tests, saying why, when the embed extra is not installed."""
+    if importlib.util.find_spec("sentence_transformers") is not None:
+        return
+    skip = pytest.mark.skip(reason="needs the embed extra (sentence-transformers is not importable): "
+                                   "pip install 'assay[embed]'")
+    for item in items:
+        if "embed" in item.keywords:
+            item.add_marker(skip)
 
 
 @pytest.fixture(scope="session")

@@ -42,7 +42,7 @@ from assay.rubrics.generate import (
     validate_instruction,
 )
 from assay.rubrics.reprompt import ask_json
-from assay.rubrics.stats import alignment, merge_groups, tag_rubric, uniqueness, validate_tags
+from assay.rubrics.stats import alignment, merge_groups, rubric_stats, tag_rubric, uniqueness, validate_tags
 from assay.types import Sample
 
 CRITERIA = {"criteria": [
@@ -140,6 +140,16 @@ def test_human_rubric_mirrors_the_dataset_dimensions():
     assert rubric.provenance.source == "human" and rubric.label == "human:topical-chat"
     with pytest.raises(ConfigError):
         human_rubric("nope")
+
+
+@pytest.mark.parametrize("info", assay.datasets.list_datasets(), ids=lambda i: i.name)
+def test_every_bundled_dataset_has_a_human_rubric_file(info, tmp_path):
+    rubric = human_rubric(info.name)
+    rated = [d for d in info.dimensions if d.name != "overall"]
+    assert rubric.criteria and [c.name for c in rubric.criteria] == [d.name for d in rated]
+    for c, d in zip(rubric.criteria, rated, strict=True):
+        assert c.dimension().scale == d.scale and c.description == d.definition and c.instruction
+    assert load_rubric(save_rubric(rubric, tmp_path / "h.json")) == rubric  # same file format as generated ones
 
 
 def test_task_texts_are_shipped_for_the_papers_datasets():
@@ -396,3 +406,10 @@ async def test_tagging_records_tags_and_computes_alignment():
     assert alignment(tags) == pytest.approx(1 / 2)  # the untaggable criterion is left out, not counted
     assert len(tags[2].attempts) == 2
     assert all(r.temperature == 0 for r in judge.requests)
+
+
+def test_stats_without_embeddings_leave_uniqueness_uncomputed():
+    res = rubric_stats(_rubric(ENGAGE, TONE), None, 0.8)
+    assert res["breadth"] == 2 and res["unique"] is None and res["merged"] is None
+    res = rubric_stats(_rubric(ENGAGE, TONE), np.array([[1.0, 0.0], [1.0, 0.01]]), 0.8)
+    assert res["unique"] == pytest.approx(1 / 2) and res["merged"] == [["Engagement", "Tone"]]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 import zlib
 
 import numpy as np
@@ -10,6 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 import assay
+from assay.artifacts.rubric import CategoricalScale, Criterion, Provenance, Rubric
 from assay.cli.main import app
 from assay.errors import ConfigError
 from assay.judges.scripted import ScriptedJudge
@@ -106,3 +108,46 @@ def test_cli_human_and_show(tmp_path):
     assert json.loads(path.read_text())["provenance"]["source"] == "human"
     shown = runner.invoke(app, ["rubric", "show", str(path)])
     assert shown.exit_code == 0 and "consistency" in shown.output and "1-5" in shown.output
+
+
+def test_cli_stats_without_the_embed_extra_says_uniqueness_was_not_computed(tmp_path):
+    out = tmp_path / "s.json"
+    result = runner.invoke(app, ["rubric", "stats", "human:summeval", "--embedder", "none", "--json", str(out)])
+    assert result.exit_code == 0, result.output
+    assert "not computed" in result.output
+    data = json.loads(out.read_text())
+    assert data["embedder"] is None
+    [stats] = data["rubrics"]
+    assert stats["breadth"] == 4 and stats["unique"] is None and stats["merged"] is None
+
+
+def _main(monkeypatch, capsys, *args: str) -> tuple[int, str]:
+    """Run the real entry point (with its error printing) in process; return exit code and stderr."""
+    from assay.cli.main import main
+
+    monkeypatch.setattr("sys.argv", ["assay", *args])
+    with pytest.raises(SystemExit) as exc:
+        main()
+    return exc.value.code, " ".join(capsys.readouterr().err.split())
+
+
+def test_missing_embed_extra_is_a_clear_error_naming_it(monkeypatch, capsys):
+    monkeypatch.setitem(sys.modules, "sentence_transformers", None)  # as if not installed
+    code, err = _main(monkeypatch, capsys, "rubric", "stats", "human:summeval")
+    assert code == 1
+    assert "pip install 'assay[embed]'" in err and "--embedder none" in err and "Traceback" not in err
+
+
+def test_square_brackets_in_messages_are_printed_not_taken_as_markup(monkeypatch, capsys, tmp_path):
+    code, err = _main(monkeypatch, capsys, "judges", "llamacpp:smollm2", "--judge-opt", "[/x]")
+    assert code == 1 and "--judge-opt '[/x]' must be KEY=VALUE" in err  # '[/x]' used to crash rich
+    tone = Criterion(name="Tone [v2]", description="[b]warm[/b] words", scale=CategoricalScale(labels=("bad", "ok")))
+    rubric = Rubric(dataset="topical-chat", task="t", criteria=(tone,),
+                    provenance=Provenance(source="generated", dataset="topical-chat", condition="task",
+                                          judge={"backend": "scripted", "model": "x"},
+                                          notes=["pip install 'assay[embed]'"]))
+    path = tmp_path / "r.json"
+    path.write_text(rubric.to_json(), encoding="utf-8")
+    shown = runner.invoke(app, ["rubric", "show", str(path)])
+    assert shown.exit_code == 0, shown.output
+    assert "Tone [v2]" in shown.output and "[b]warm[/b]" in shown.output and "'assay[embed]'" in shown.output

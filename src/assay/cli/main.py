@@ -11,6 +11,7 @@ from typing import Annotated, Any
 import click
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.table import Table
 
@@ -91,7 +92,7 @@ def run(
 
     def on_start(todo: int, done: int) -> None:
         if done:
-            console.print(f"[bold]resuming[/] {run_path}: {done} units already done, {todo} to go")
+            console.print(f"[bold]resuming[/] {escape(str(run_path))}: {done} units already done, {todo} to go")
         task.append(bar.add_task(method, total=todo, stats=""))
 
     def on_update(p: Any, judge_: Any) -> None:
@@ -143,11 +144,11 @@ def _print_run(result: Any, *, priced: bool = False) -> None:
             cost += f" (whole run ${result.manifest['cost_usd']:.4f})"
         out.print(cost)
     for n in result.notes:
-        out.print(f"[yellow]note ({n['kind']}, x{n['count']}):[/] {n['message']}")
+        out.print(f"[yellow]note ({escape(n['kind'])}, x{n['count']}):[/] {escape(n['message'])}")
     if result.progress.failed:
         out.print(f"[red]{result.progress.failed} units failed after retries[/] (re-run the command to retry):")
         for e in result.progress.errors:
-            out.print(f"  {e}")
+            out.print(f"  {escape(str(e))}")
 
 
 def _cell(v: Any) -> str:
@@ -155,7 +156,7 @@ def _cell(v: Any) -> str:
         return "-"
     if isinstance(v, float):
         return f"{v:.3f}"
-    return str(v)
+    return escape(str(v))
 
 
 @app.command()
@@ -240,7 +241,7 @@ def main() -> None:
     try:
         code = app(standalone_mode=False)  # typer returns 130 for Ctrl-C and the code of typer.Exit
     except AssayError as exc:
-        console.print(f"[red]error:[/] {exc}")
+        console.print(f"[red]error:[/] {escape(str(exc))}")
         sys.exit(1)
     except (KeyboardInterrupt, click.exceptions.Abort):
         code = 130

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from rich.markup import escape
 
 rubric_app = typer.Typer(no_args_is_help=True, help="GER-Eval rubrics: generate, show, statistics, transfer.")
 
@@ -71,14 +72,14 @@ def generate(
         text = task_file.read_text(encoding="utf-8").strip()
         task = TaskText(generation=text, scoring=text, contrast_note=task.contrast_note, shipped=True)
     if condition == "contrastive":
-        console.print(f"contrastive examples chosen by the human rating '{ds.info.contrast_field}' "
-                      f"({task.contrast_note})")
+        console.print(escape(f"contrastive examples chosen by the human rating '{ds.info.contrast_field}' "
+                             f"({task.contrast_note})"))
 
     async def run() -> Any:
         managed, store = _managed(judge, judge_opt, cache)
         try:
             return await generate_rubric(ds, managed, settings, task=task,
-                                         note=lambda m: console.print(f"[yellow]note:[/] {m}"))
+                                         note=lambda m: console.print(f"[yellow]note:[/] {escape(m)}"))
         finally:
             await _close(managed, store)
 
@@ -89,8 +90,8 @@ def generate(
     calls = sum(u.get("calls", 0) for u in prov.usage.values())
     toks = sum(u.get("prompt_tokens", 0) for u in prov.usage.values()), \
         sum(u.get("completion_tokens", 0) for u in prov.usage.values())
-    out.print(f"{len(prov.responses)} answers, {len(prov.discarded)} discarded; calls {calls}, "
-              f"tokens {toks[0]} prompt / {toks[1]} completion; wrote {output}")
+    out.print(escape(f"{len(prov.responses)} answers, {len(prov.discarded)} discarded; calls {calls}, "
+                     f"tokens {toks[0]} prompt / {toks[1]} completion; wrote {output}"))
     if not rubric.criteria:
         raise AssayError(f"no valid criteria: every answer was discarded (see provenance.discarded in {output})")
 
@@ -106,7 +107,7 @@ def human(name: Annotated[str, typer.Argument(help="Bundled dataset name")],
     rubric = human_rubric(name)
     _print_rubric(rubric, out)
     if output is not None:
-        out.print(f"wrote {save_rubric(rubric, output)}")
+        out.print(escape(f"wrote {save_rubric(rubric, output)}"))
 
 
 @rubric_app.command()
@@ -119,21 +120,22 @@ def show(spec: Annotated[str, typer.Argument(help="Rubric file or human:<dataset
     _print_rubric(rubric, out)
     prov = rubric.provenance
     if prov.source == "generated":
-        out.print(f"condition {prov.condition}, settings {json.dumps(prov.settings)}")
-        out.print(f"contexts: {', '.join(c['sample_id'] + ' (' + c['role'] + ')' for c in prov.contexts) or 'none'}")
+        out.print(escape(f"condition {prov.condition}, settings {json.dumps(prov.settings)}"))
+        out.print(escape(f"contexts: {', '.join(c['sample_id'] + ' (' + c['role'] + ')' for c in prov.contexts)}"
+                         if prov.contexts else "contexts: none"))
         out.print(f"{len(prov.responses)} answers, {len(prov.discarded)} discarded")
     for n in prov.notes:
-        out.print(f"[yellow]note:[/] {n}")
+        out.print(f"[yellow]note:[/] {escape(n)}")
 
 
 def _print_rubric(rubric: Any, out: Any) -> None:
     from rich.table import Table
 
-    table = Table(title=f"rubric {rubric.label} (criteria sha {rubric.content_hash()})")
+    table = Table(title=escape(f"rubric {rubric.label} (criteria sha {rubric.content_hash()})"))
     for col in ("criterion", "scale", "description", "instruction"):
         table.add_column(col)
     for c in rubric.criteria:
-        table.add_row(c.name, c.scale.label(), c.description, c.instruction)
+        table.add_row(*(escape(x) for x in (c.name, c.scale.label(), c.description, c.instruction)))
     out.print(table)
 
 
@@ -142,7 +144,9 @@ def stats(
     files: Annotated[list[str], typer.Argument(help="Rubric files (or human:<dataset>)")],
     human: Annotated[str | None, typer.Option("--human", help="Dataset whose human rubric to align with")] = None,
     threshold: Annotated[float, typer.Option(help="Cosine similarity at which criteria are merged")] = 0.8,
-    embedder: Annotated[str, typer.Option(help="sentence-transformers model name or path")] = "all-MiniLM-L6-v2",
+    embedder: Annotated[str, typer.Option(
+        help="sentence-transformers model name or path (needs the embed extra); 'none' skips uniqueness")]
+    = "all-MiniLM-L6-v2",
     tagger: JudgeSpec = "llamacpp:smollm2",
     judge_opt: JudgeOpts = None,
     reasks: Annotated[int, typer.Option(help="Re-asks of an invalid tagging answer")] = 3,
@@ -155,12 +159,20 @@ def stats(
     from assay.artifacts.rubric import human_rubric, load_rubric, task_text
     from assay.cli.main import console, out
     from assay.datasets import get_info
+    from assay.errors import ConfigError
     from assay.rubrics.embed import load_embedder
     from assay.rubrics.stats import rubric_stats, tag_rubric
 
     rubrics = [load_rubric(f) for f in files]
-    model = load_embedder(embedder)
-    console.print(f"embeddings: {model.name} from {model.location}")
+    model = None
+    if embedder.casefold() == "none":
+        console.print("uniqueness not computed (--embedder none)")
+    else:
+        try:
+            model = load_embedder(embedder)
+        except ConfigError as exc:
+            raise ConfigError(f"{exc}; or pass --embedder none to skip uniqueness") from exc
+        console.print(escape(f"embeddings: {model.name} from {model.location}"))
     reference = human_rubric(human) if human else None
 
     async def tag_all() -> list[Any]:
@@ -172,22 +184,26 @@ def stats(
             await _close(managed, store)
 
     all_tags = asyncio.run(tag_all()) if reference is not None else [None] * len(rubrics)
-    results = [rubric_stats(r, model.encode([c.description for c in r.criteria]), threshold, tags)
-               for r, tags in zip(rubrics, all_tags, strict=True)]
-    table = Table(title=f"rubric statistics (merge at cosine >= {threshold:g}, {model.name})")
+    results = [rubric_stats(r, None if model is None else model.encode([c.description for c in r.criteria]),
+                            threshold, tags) for r, tags in zip(rubrics, all_tags, strict=True)]
+    how = f"merge at cosine >= {threshold:g}, {model.name}" if model else "uniqueness not computed: --embedder none"
+    table = Table(title=escape(f"rubric statistics ({how})"))
     for col in ("rubric", "breadth", "unique %", "align %", "merged"):
         table.add_column(col)
     for res in results:
-        table.add_row(res["rubric"], str(res["breadth"]), _pct(res.get("unique")), _pct(res.get("align")),
-                      "; ".join(" = ".join(g) for g in res.get("merged", [])) or "-")
+        merged = "not computed" if res["merged"] is None else "; ".join(" = ".join(g) for g in res["merged"]) or "-"
+        unique = "not computed" if model is None else _pct(res["unique"])
+        table.add_row(escape(res["rubric"]), str(res["breadth"]), unique, _pct(res.get("align")), escape(merged))
     out.print(table)
     for res in results:
         for name, tags in (res.get("tags") or {}).items():
-            out.print(f"  {res['rubric']} | {name}: {', '.join(tags) if tags else 'untagged (invalid answers)'}")
+            out.print(escape(f"  {res['rubric']} | {name}: "
+                             f"{', '.join(tags) if tags else 'untagged (invalid answers)'}"))
     if json_out is not None:
-        json_out.write_text(json.dumps({"embedder": {"name": model.name, "location": model.location},
-                                        "human": human, "rubrics": results}, indent=2), encoding="utf-8")
-        out.print(f"wrote {json_out}")
+        used = None if model is None else {"name": model.name, "location": model.location}
+        json_out.write_text(json.dumps({"embedder": used, "human": human, "rubrics": results}, indent=2),
+                            encoding="utf-8")
+        out.print(escape(f"wrote {json_out}"))
 
 
 def _pct(x: float | None) -> str:
@@ -212,26 +228,26 @@ def transfer(
 
     loaded = load_runs(runs)
     for msg in loaded.notes:
-        console.print(f"[yellow]note:[/] {msg}")
+        console.print(f"[yellow]note:[/] {escape(msg)}")
     tables = transfer_tables(loaded)
     pair = Table(title="pairwise: exact agreement and correlation (common scored units)")
     for col in ("criterion", "run A", "run B", "n", "agreement %", "pearson", "spearman"):
         pair.add_column(col)
     for row in tables["pairwise"]:
-        pair.add_row(row["criterion"], row["a"], row["b"], str(row["n"]), _pct(row["agreement"]),
-                     _f(row["pearson"]), _f(row["spearman"]))
+        pair.add_row(escape(row["criterion"]), escape(row["a"]), escape(row["b"]), str(row["n"]),
+                     _pct(row["agreement"]), _f(row["pearson"]), _f(row["spearman"]))
     out.print(pair)
     multi = Table(title=f"reliability across {len(loaded.labels)} runs as raters")
     for col in ("criterion", "n items", "ICC(2,1)", "ICC(2,k)", "Krippendorff alpha", "Fleiss kappa"):
         multi.add_column(col)
     for row in tables["reliability"]:
-        multi.add_row(row["criterion"], str(row["n"]), _f(row["icc2_1"]), _f(row["icc2_k"]), _f(row["alpha"]),
+        multi.add_row(escape(row["criterion"]), str(row["n"]), _f(row["icc2_1"]), _f(row["icc2_k"]), _f(row["alpha"]),
                       _f(row["kappa"]))
     out.print(multi)
     if json_out is not None:
         json_out.write_text(json.dumps(tables | {"runs": loaded.labels, "notes": loaded.notes}, indent=2),
                             encoding="utf-8")
-        out.print(f"wrote {json_out}")
+        out.print(escape(f"wrote {json_out}"))
 
 
 def _f(x: float | None) -> str:

@@ -156,9 +156,13 @@ def alignment(tags: list[TagResult]) -> float | None:
 
 def rubric_stats(rubric: Rubric, embeddings: np.ndarray | None, threshold: float,
                  tags: list[TagResult] | None = None) -> dict[str, Any]:
-    """Breadth, uniqueness (with the merged groups) and alignment (with the tags) of one rubric."""
+    """Breadth, uniqueness (with the merged groups) and alignment (with the tags) of one rubric.
+
+    Without embeddings, uniqueness is not computed: ``unique`` and ``merged`` are None.
+    """
     names = [c.name for c in rubric.criteria]
-    out: dict[str, Any] = {"rubric": rubric.label, "breadth": len(names), "threshold": threshold}
+    out: dict[str, Any] = {"rubric": rubric.label, "breadth": len(names), "threshold": threshold,
+                           "unique": None, "merged": None}
     if embeddings is not None:
         groups = merge_groups(embeddings, threshold)
         out["unique"] = len(groups) / len(names) if names else None
