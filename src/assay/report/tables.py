@@ -66,9 +66,9 @@ def correlation_table(result: dict[str, Any]) -> Table:
     notes = [f"{_LEVEL_TEXT[result['level']]} ({result['level_reason']}); Kendall tau-{result['kendall_variant']}; "
              "only items with both a score and a human rating enter a correlation"]
     if sample:
-        notes.append("documents with constant scores or fewer than two rated outputs are skipped (count in brackets)")
+        notes.append("documents with constant scores or fewer than three rated outputs are skipped (count in brackets)")
     if any(isinstance(r[m], float) and math.isnan(r[m]) for r in result["rows"] for m in measures):
-        notes.append("- : no correlation (constant predicted or human scores, or fewer than two scored items)")
+        notes.append("- : no correlation (constant predicted or human scores, or fewer than three scored items)")
     if result.get("bootstrap"):
         b = result["bootstrap"]
         notes.append(f"{int(b['ci'] * 100)}% percentile bootstrap intervals, {b['n_boot']} resamples of "

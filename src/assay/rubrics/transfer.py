@@ -109,9 +109,8 @@ def pair_stats(a: np.ndarray, b: np.ndarray) -> dict[str, Any]:
     if len(x) == 0:
         return out
     out["agreement"] = float(np.mean(x == y))
-    if len(x) >= 3:
-        out["pearson"] = _clean(correlate(x, y, "pearson"))
-        out["spearman"] = _clean(correlate(x, y, "spearman"))
+    out["pearson"] = _clean(correlate(x, y, "pearson"))
+    out["spearman"] = _clean(correlate(x, y, "spearman"))
     return out
 
 
