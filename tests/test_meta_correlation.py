@@ -105,3 +105,16 @@ def test_two_points_are_no_correlation():
     res = sample_level(frame, "spearman")
     assert (res["n_units"], res["skipped"]) == (1, 1) and res["value"] == pytest.approx(0.5)
     assert math.isnan(system_level(frame[frame["system_id"] != "s3"], "pearson")["value"])  # two systems
+
+
+def test_kendall_variant_reaches_the_table():
+    from assay.meta.evaluate import meta_evaluate
+
+    rows = [("A", f"s{i}", sc, h) for i, (sc, h) in enumerate([(1, 1), (1, 2), (2, 2), (3, 2), (3, 3), (4, 5)])]
+    table = ScoreTable(frame=_frame(rows), name="t")
+    taus = {v: meta_evaluate(table, level="dataset", measures=["kendall"], variant=v) for v in "abc"}
+    x, y = [r[2] for r in rows], [r[3] for r in rows]
+    for v, res in taus.items():
+        assert res["kendall_variant"] == v
+        assert res["rows"][0]["kendall"] == pytest.approx(kendall_tau(x, y, v))
+    assert taus["a"]["rows"][0]["kendall"] < taus["b"]["rows"][0]["kendall"]  # ties lower tau-a

@@ -127,7 +127,9 @@ def significance_table(tests: list[dict[str, Any]]) -> Table:
              fmt(t["p_adjusted"], 4), fmt(t["significant"])] for t in tests]
     alpha = tests[0]["alpha"] if tests else 0.05
     return {"title": "significance across judges", "columns": cols, "rows": rows,
-            "notes": [f"two-sided; Benjamini-Hochberg over all {len(tests)} tests at FDR {alpha}"]}
+            "notes": [f"two-sided; Benjamini-Hochberg over the {sum(t['p_value'] == t['p_value'] for t in tests)} "
+                      f"defined tests at FDR {alpha}; - : undefined (fewer than two judges per method, "
+                      "or no difference at all)"]}
 
 
 def stability_table(rows: list[dict[str, Any]], dimension: str = "average") -> Table:
@@ -150,7 +152,8 @@ def paired_table(results: list[dict[str, Any]]) -> Table:
             iv = t["interval"]
             rows.append([res["judge"], f"{res['method_a']} vs {res['method_b']}", dim, fmt(t["a"]), fmt(t["b"]),
                          fmt(t["delta"]), f"[{fmt(iv[0])}, {fmt(iv[1])}]" if iv else "-", fmt(t["p_value"], 4)])
-    notes = [f"{SYMBOLS[r['measure']]}, {r['n_boot']} paired resamples of {r['unit']}s, seed {r['seed']}"
+    notes = [f"{SYMBOLS[r['measure']]}, {r['n_boot']} paired resamples of {r['unit']}s, seed {r['seed']}; "
+             "A and B are computed on the items both methods scored, so they can differ from each run's table"
              for r in results[:1]]
     return {"title": "paired bootstrap", "columns": cols, "rows": rows, "notes": notes}
 
