@@ -7,10 +7,11 @@ Runs, for Topical-Chat (first N dialogue contexts) and SummEval (first M article
   (diversification + elaboration + remove-only LLM filter).
 
 Each run asks with ``soft`` on, so that the binary yes-ratio and the soft mean P(yes) come from
-the very same calls (the binary score is in every judgment's trace). Correlations are at each
-set's conventional level: Topical-Chat turn level (pooled Pearson r / Spearman rho over all
-responses), SummEval sample level (Spearman rho / Kendall tau per article, then averaged over the
-articles where both are defined). Runs are stored and resumable: re-running prints the same
+the very same calls (the binary score is in every judgment's trace). Correlations come from
+:mod:`assay.meta` (the functions behind ``assay meta``) at each set's conventional level:
+Topical-Chat turn level (pooled Pearson r / Spearman rho over all responses), SummEval sample
+level (Spearman rho / Kendall tau per article, then averaged over the articles where they are
+defined). Runs are stored and resumable: re-running prints the same
 figures without new calls.
 
     python benchmarks/checkeval.py                       # the full shared subsets (20 contexts, 10 articles)
@@ -27,9 +28,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from scipy import stats
+import pandas as pd
 
 import assay
+from assay import meta
 from assay.artifacts.checklist import dump_checklist, load_checklist, stage_counts
 from assay.judges import ManagedJudge, load_judge
 from assay.methods.checkeval_build import BuildSettings, build_checklist
@@ -38,30 +40,30 @@ from assay.store import RunStore
 SETS = {"topical-chat": "turn", "summeval": "sample"}
 
 
-def _corr(fn: Any, xs: list[float], ys: list[float]) -> float | None:
-    if len(xs) < 3 or len(set(xs)) < 2 or len(set(ys)) < 2:
-        return None
-    v = float(fn(xs, ys).statistic)
-    return None if math.isnan(v) else v
+def _frame(rows: list[tuple[str, float, float]]) -> pd.DataFrame:
+    return pd.DataFrame(rows, columns=["doc_id", "score", "human"]).astype({"score": float, "human": float})
+
+
+def _value(res: dict[str, Any]) -> float | None:
+    return None if math.isnan(res["value"]) else res["value"]
 
 
 def turn_level(rows: list[tuple[str, float, float]]) -> dict[str, Any]:
-    """Pooled Pearson and Spearman over all (doc, score, human) rows."""
-    xs, ys = [r[1] for r in rows], [r[2] for r in rows]
-    return {"pearson": _corr(stats.pearsonr, xs, ys), "spearman": _corr(stats.spearmanr, xs, ys), "n": len(rows)}
+    """Pooled Pearson and Spearman over all (doc, score, human) rows (:func:`assay.meta.dataset_level`)."""
+    frame = _frame(rows)
+    return {"pearson": _value(meta.dataset_level(frame, "pearson")),
+            "spearman": _value(meta.dataset_level(frame, "spearman")), "n": len(rows)}
 
 
 def sample_level(rows: list[tuple[str, float, float]]) -> dict[str, Any]:
-    """Spearman and Kendall per document, averaged over documents where they are defined."""
-    docs: dict[str, list[tuple[float, float]]] = {}
-    for doc, s, h in rows:
-        docs.setdefault(doc, []).append((s, h))
-    out: dict[str, Any] = {"docs": len(docs)}
-    for name, fn in (("spearman", stats.spearmanr), ("kendall", stats.kendalltau)):
-        vals = [v for pairs in docs.values()
-                if (v := _corr(fn, [p[0] for p in pairs], [p[1] for p in pairs])) is not None]
-        out[name] = sum(vals) / len(vals) if vals else None
-        out[f"{name}_docs"] = len(vals)
+    """Spearman and Kendall per document, averaged over documents where they are defined
+    (:func:`assay.meta.sample_level`)."""
+    frame = _frame(rows)
+    out: dict[str, Any] = {"docs": frame["doc_id"].nunique()}
+    for name in ("spearman", "kendall"):
+        res = meta.sample_level(frame, name)
+        out[name] = _value(res)
+        out[f"{name}_docs"] = res["n_units"]
     return out
 
 

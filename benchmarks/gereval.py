@@ -21,14 +21,15 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import math
 import time
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-from scipy import stats
+import pandas as pd
 
 import assay
+from assay import meta
 from assay.artifacts.rubric import load_rubric, save_rubric
 from assay.judges import ManagedJudge, load_judge
 from assay.rubrics.generate import GenerationSettings, generate_rubric
@@ -81,11 +82,12 @@ def apply(args: argparse.Namespace, name: str, options: dict[str, Any], dims: li
     return result.run_dir, time.perf_counter() - start
 
 
-def _corr(x: np.ndarray, y: np.ndarray) -> tuple[float | None, float | None, int]:
-    ok = ~np.isnan(x) & ~np.isnan(y)
-    if ok.sum() < 3 or np.ptp(x[ok]) == 0 or np.ptp(y[ok]) == 0:
-        return None, None, int(ok.sum())
-    return float(stats.pearsonr(x[ok], y[ok]).statistic), float(stats.spearmanr(x[ok], y[ok]).statistic), int(ok.sum())
+def _corr(x: list[float | None], y: list[float | None]) -> tuple[float | None, float | None, int]:
+    """Pooled (turn-level) Pearson and Spearman by :func:`assay.meta.dataset_level`; None where undefined."""
+    frame = pd.DataFrame({"score": x, "human": y}, dtype=float)
+    r, rho = (meta.dataset_level(frame, m) for m in ("pearson", "spearman"))
+    return (None if math.isnan(r["value"]) else r["value"], None if math.isnan(rho["value"]) else rho["value"],
+            r["n_items"])
 
 
 def figures(run_dir: Path, versus_overall: bool) -> dict[str, Any]:
@@ -101,8 +103,8 @@ def figures(run_dir: Path, versus_overall: bool) -> dict[str, Any]:
     for dim in dict.fromkeys(j.dimension for j in judgments):
         js = [j for j in judgments if j.dimension == dim]
         target = "overall" if versus_overall else dim
-        x = np.array([np.nan if j.score is None else j.score for j in js])
-        y = np.array([human[j.sample_id].get(target, np.nan) for j in js], dtype=float)
+        x = [j.score for j in js]
+        y = [human[j.sample_id].get(target) for j in js]
         r, rho, n = _corr(x, y)
         per_dim[dim] = {"vs": target, "pearson": r, "spearman": rho, "n_scored": n, "units": len(js)}
     return {"units": len(judgments), "calls": calls, "prompt_tokens": prompt, "completion_tokens": completion,

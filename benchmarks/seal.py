@@ -28,10 +28,10 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-from scipy import stats
+import pandas as pd
 
 import assay
+from assay import meta
 from assay.methods.seal_aggregate import rescore
 from assay.store import DB_NAME, RunStore
 from assay.types import Judgment
@@ -39,30 +39,19 @@ from assay.types import Judgment
 SETS = ("topical-chat", "summeval", "qags-xsum")
 
 
-def _corr(fn: Any, x: list[float], y: list[float]) -> float:
-    if len(x) < 3 or len(set(x)) < 2 or len(set(y)) < 2:
-        return math.nan
-    return float(fn(x, y)[0])
-
-
 def correlations(name: str, rows: list[tuple[str, float | None, float]]) -> dict[str, Any]:
-    """Correlations at the set's conventional level over the scored rows (doc_id, score, human)."""
+    """Correlations at the set's conventional level over the scored rows (doc_id, score, human), by
+    :mod:`assay.meta`: SummEval sample level, the others pooled (dataset level)."""
     scored = [(d, s, h) for d, s, h in rows if s is not None]
     out: dict[str, Any] = {"n": len(rows), "scored": len(scored)}
+    frame = pd.DataFrame(scored, columns=["doc_id", "score", "human"]).astype({"score": float, "human": float})
     if name == "summeval":
-        per_doc: dict[str, list[tuple[float, float]]] = defaultdict(list)
-        for d, s, h in scored:
-            per_doc[d].append((s, h))
-        rho = [_corr(stats.spearmanr, [a for a, _ in v], [b for _, b in v]) for v in per_doc.values()]
-        tau = [_corr(stats.kendalltau, [a for a, _ in v], [b for _, b in v]) for v in per_doc.values()]
-        ok = [i for i, r in enumerate(rho) if not math.isnan(r)]
-        out.update(rho=float(np.mean([rho[i] for i in ok])) if ok else math.nan,
-                   tau=float(np.mean([tau[i] for i in ok])) if ok else math.nan, docs=f"{len(ok)}/{len(per_doc)}")
+        rho, tau = meta.sample_level(frame, "spearman"), meta.sample_level(frame, "kendall")
+        out.update(rho=rho["value"], tau=tau["value"], docs=f"{rho['n_units']}/{rho['n_units'] + rho['skipped']}")
         return out
-    x, y = [s for _, s, _ in scored], [h for _, _, h in scored]
-    out.update(r=_corr(stats.pearsonr, x, y), rho=_corr(stats.spearmanr, x, y))
+    out.update(r=meta.dataset_level(frame, "pearson")["value"], rho=meta.dataset_level(frame, "spearman")["value"])
     if name == "qags-xsum":
-        out["tau"] = _corr(stats.kendalltau, x, y)
+        out["tau"] = meta.dataset_level(frame, "kendall")["value"]
     return out
 
 

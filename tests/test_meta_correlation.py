@@ -94,3 +94,27 @@ def test_correlation_rows_average_and_coverage():
     assert by["average"]["spearman"] == pytest.approx(0.0)
     assert by["coherence"]["coverage"] == pytest.approx(10 / 11)
     assert by["average"]["scored"] == 20 and by["average"]["items"] == 22
+
+
+def test_two_points_are_no_correlation():
+    # two points always correlate at +1 or -1: a document with two rated outputs is skipped, not averaged in
+    for m in ("pearson", "spearman", "kendall"):
+        assert math.isnan(correlate([1, 2], [2, 1], m))
+    assert correlate([1, 2, 3], [3, 1, 2], "pearson") == pytest.approx(-0.5)  # three points are enough
+    frame = _frame([("A", "s1", 1, 1), ("A", "s2", 2, 3), ("A", "s3", 3, 2), ("B", "s1", 1, 2), ("B", "s2", 2, 1)])
+    res = sample_level(frame, "spearman")
+    assert (res["n_units"], res["skipped"]) == (1, 1) and res["value"] == pytest.approx(0.5)
+    assert math.isnan(system_level(frame[frame["system_id"] != "s3"], "pearson")["value"])  # two systems
+
+
+def test_kendall_variant_reaches_the_table():
+    from assay.meta.evaluate import meta_evaluate
+
+    rows = [("A", f"s{i}", sc, h) for i, (sc, h) in enumerate([(1, 1), (1, 2), (2, 2), (3, 2), (3, 3), (4, 5)])]
+    table = ScoreTable(frame=_frame(rows), name="t")
+    taus = {v: meta_evaluate(table, level="dataset", measures=["kendall"], variant=v) for v in "abc"}
+    x, y = [r[2] for r in rows], [r[3] for r in rows]
+    for v, res in taus.items():
+        assert res["kendall_variant"] == v
+        assert res["rows"][0]["kendall"] == pytest.approx(kendall_tau(x, y, v))
+    assert taus["a"]["rows"][0]["kendall"] < taus["b"]["rows"][0]["kendall"]  # ties lower tau-a

@@ -69,3 +69,29 @@ def test_bad_inputs_say_what_is_wrong(tmp_path):
     (tmp_path / "notrun").mkdir()
     with pytest.raises(Exception, match="not a run directory"):
         load_scores(tmp_path / "notrun")
+
+
+def test_json_and_jsonl_with_a_mapping_read_like_csv(tmp_path):
+    recs = [{"uid": "x1", "article": "d1", "pred": {"rel": 0.1}, "gold": {"rel": 1}},
+            {"uid": "x2", "article": "d1", "pred": {"rel": 0.7}, "gold": {"rel": 4}},
+            {"uid": "x3", "article": "d2", "pred": {"rel": None}, "gold": {"rel": 2}}]
+    (tmp_path / "s.json").write_text(json.dumps(recs))
+    (tmp_path / "s.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))
+    fmap = parse_mapping(["id=uid", "doc_id=article", "score=pred", "human=gold"])
+    frames = [load_scores(tmp_path / name, fmap).frame for name in ("s.json", "s.jsonl")]
+    pd.testing.assert_frame_equal(frames[0], frames[1])
+    assert frames[0]["sample_id"].tolist() == ["x1", "x2", "x3"] and frames[0]["doc_id"].tolist() == ["d1", "d1", "d2"]
+    assert frames[0]["score"].isna().tolist() == [False, False, True] and frames[0]["human"].tolist() == [1, 4, 2]
+    with pytest.raises(InputError, match="mapping"):
+        load_scores(tmp_path / "s.jsonl")  # no mapping and not a known layout
+
+
+def test_judge_groups_from_a_yaml_file(tmp_path):
+    from assay.errors import ConfigError
+    from assay.meta.compare import load_groups
+
+    (tmp_path / "g.yaml").write_text("Small:\n  - llamacpp:smollm2\n  - ollama:qwen\nTop-3: [gpt-4o]\n")
+    assert load_groups(tmp_path / "g.yaml") == {"Small": ["llamacpp:smollm2", "ollama:qwen"], "Top-3": ["gpt-4o"]}
+    (tmp_path / "bad.yaml").write_text("- just a list\n")
+    with pytest.raises(ConfigError, match="bad.yaml"):
+        load_groups(tmp_path / "bad.yaml")

@@ -173,3 +173,24 @@ def test_bootstrap_counts_resamples_without_a_correlation():
     # P(item 0 never drawn in 10 draws) = 0.9^10 = 0.35
     assert 40 < res["undefined"]["d"]["pearson"] < 100
     assert res["intervals"]["d"]["pearson"] is not None
+
+
+def test_rank_sum_needs_two_judges_per_method():
+    # scipy would give p = 0.317 for any two single values; one judge per method is no distribution
+    one = rank_sum([0.9], [0.1])
+    assert math.isnan(one["p_value"]) and (one["n_a"], one["n_b"]) == (1, 1)
+    assert adjust_family([one, rank_sum([0.6, 0.7, 0.65], [0.1, 0.2, 0.15])])[1]["p_adjusted"] == pytest.approx(
+        rank_sum([0.6, 0.7, 0.65], [0.1, 0.2, 0.15])["p_value"])  # the undefined test is not in the family
+
+
+def test_sample_level_bootstrap_resamples_whole_documents():
+    from assay.meta.bootstrap import resample_indices
+    from assay.meta.correlation import per_document
+
+    frames = _frames(_synthetic(noise=1.5, seed=4, docs=8))
+    res = bootstrap_intervals({"coherence": frames["coherence"]}, "sample", ["kendall"], n_boot=150, seed=11)
+    per_doc = per_document(frames["coherence"], "kendall").to_numpy()
+    draws = resample_indices(8, 150, 11)  # the same seeded draws of document positions
+    means = np.array([np.nanmean(per_doc[row]) for row in draws])
+    assert res["intervals"]["coherence"]["kendall"] == pytest.approx(list(np.percentile(means, [2.5, 97.5])))
+    assert res["seed"] == 11 and res["unit"] == "document"

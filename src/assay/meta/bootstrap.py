@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from assay.meta.correlation import KendallVariant, Measure, correlate, per_document
+from assay.meta.correlation import MIN_PAIRS, KendallVariant, Measure, correlate, per_document
 from assay.meta.table import normalise_level
 
 __all__ = ["bootstrap_intervals", "paired_bootstrap", "resample_indices", "unit_key"]
@@ -59,8 +59,8 @@ def _rowwise(x: np.ndarray, y: np.ndarray, measure: Measure) -> np.ndarray:
     den = np.sqrt((xc * xc).sum(axis=1) * (yc * yc).sum(axis=1))
     with np.errstate(invalid="ignore", divide="ignore"):
         r = (xc * yc).sum(axis=1) / den
-    constant = (np.ptp(x, axis=1) == 0) | (np.ptp(y, axis=1) == 0)
-    return np.where(constant, np.nan, np.clip(r, -1.0, 1.0))
+    undefined = (np.ptp(x, axis=1) == 0) | (np.ptp(y, axis=1) == 0) | (x.shape[1] < MIN_PAIRS)
+    return np.where(undefined, np.nan, np.clip(r, -1.0, 1.0))
 
 
 def _dim_stats(frame: pd.DataFrame, level: str, measure: Measure, variant: KendallVariant,

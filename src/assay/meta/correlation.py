@@ -3,12 +3,14 @@
 - **sample-level** (G-Eval's summary-level; CheckEval 2024 section 4.1.2): for each source
   document, correlate the scores of its outputs across systems with the human ratings, then
   average over documents. A document whose predicted or human scores are constant (or that has
-  fewer than two rated outputs) has no correlation; it is skipped and counted.
+  fewer than three rated outputs) has no correlation; it is skipped and counted.
 - **system-level**: the mean score and mean human rating of each system, correlated across systems.
 - **dataset-level** (turn-level for dialogue, whole-set for QAGS): all items pooled.
 
 An item enters a correlation only when it has both a predicted score and a human rating; items
-without a predicted score are reported by :mod:`assay.meta.coverage`, never imputed.
+without a predicted score are reported by :mod:`assay.meta.coverage`, never imputed. A correlation
+needs at least three such pairs (:data:`MIN_PAIRS`): two points always correlate at +1 or -1, which
+says nothing and would pull a mean over documents toward the extremes.
 """
 
 from __future__ import annotations
@@ -25,10 +27,11 @@ from assay.meta.table import normalise_level
 Measure = Literal["pearson", "spearman", "kendall"]
 KendallVariant = Literal["a", "b", "c"]
 MEASURES: tuple[str, ...] = ("pearson", "spearman", "kendall")
+MIN_PAIRS = 3
 SYMBOLS = {"pearson": "r", "spearman": "rho", "kendall": "tau"}
 
 __all__ = [
-    "MEASURES", "SYMBOLS", "KendallVariant", "Measure", "correlate", "dataset_level", "kendall_tau",
+    "MEASURES", "MIN_PAIRS", "SYMBOLS", "KendallVariant", "Measure", "correlate", "dataset_level", "kendall_tau",
     "level_correlation", "per_document", "sample_level", "system_level",
 ]
 
@@ -46,12 +49,12 @@ def kendall_tau(x: Sequence[float], y: Sequence[float], variant: KendallVariant 
       ``m`` the smaller number of distinct values.
 
     Returns:
-        Tau, or NaN when either variable is constant or fewer than two pairs exist.
+        Tau, or NaN when either variable is constant or fewer than :data:`MIN_PAIRS` pairs exist.
     """
     from scipy import stats
 
     x_arr, y_arr = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
-    if len(x_arr) < 2 or _constant(x_arr) or _constant(y_arr):
+    if len(x_arr) < MIN_PAIRS or _constant(x_arr) or _constant(y_arr):
         return float("nan")
     if variant in ("b", "c"):
         return float(stats.kendalltau(x_arr, y_arr, variant=variant).statistic)
@@ -68,12 +71,12 @@ def correlate(x: Sequence[float], y: Sequence[float], measure: Measure, variant:
     """One correlation coefficient between predicted ``x`` and human ``y``.
 
     Returns:
-        The coefficient, or NaN when it is undefined (fewer than two items, or constant input).
+        The coefficient, or NaN when it is undefined (fewer than :data:`MIN_PAIRS` items, or constant input).
     """
     from scipy import stats
 
     x_arr, y_arr = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
-    if len(x_arr) < 2 or _constant(x_arr) or _constant(y_arr):
+    if len(x_arr) < MIN_PAIRS or _constant(x_arr) or _constant(y_arr):
         return float("nan")
     if measure == "pearson":
         return float(stats.pearsonr(x_arr, y_arr).statistic)
@@ -102,7 +105,7 @@ def sample_level(frame: pd.DataFrame, measure: Measure, variant: KendallVariant 
 
     Returns:
         ``value``, ``n_units`` (documents averaged), ``skipped`` (documents without a correlation:
-        constant scores or fewer than two rated outputs) and ``n_items`` (pairs used).
+        constant scores or fewer than three rated outputs) and ``n_items`` (pairs used).
     """
     per_doc = per_document(frame, measure, variant)
     valid = per_doc.dropna()

@@ -25,12 +25,14 @@ def rank_sum(a: Sequence[float | None], b: Sequence[float | None]) -> dict[str, 
     """Wilcoxon rank-sum test (two-sided, normal approximation as scipy's ``ranksums``) of two samples.
 
     Returns:
-        ``{"test": "rank-sum", "statistic", "p_value", "n_a", "n_b"}``; NaN p when a side has no value.
+        ``{"test": "rank-sum", "statistic", "p_value", "n_a", "n_b"}``; NaN p when a side has fewer
+        than two values (one judge per method is no distribution to compare, yet scipy would still
+        give p = 0.32 for any two single values).
     """
     from scipy import stats
 
     x, y = _clean(a), _clean(b)
-    if len(x) == 0 or len(y) == 0:
+    if len(x) < 2 or len(y) < 2:
         return {"test": "rank-sum", "statistic": float("nan"), "p_value": float("nan"), "n_a": len(x), "n_b": len(y)}
     res = stats.ranksums(x, y)
     return {"test": "rank-sum", "statistic": float(res.statistic), "p_value": float(res.pvalue),

@@ -72,6 +72,9 @@ def _compare_section(result: dict[str, Any]) -> str:
     parts = ["<h2>comparison</h2>", render_table(runs_table(result))]
     if result["agreement"]:
         parts.append(render_table(agreement_table(result["agreement"], "agreement among judges")))
+    if result["human_agreement"]:  # beside the judges' agreement, as the papers print it
+        parts.append(render_table(agreement_table(result["human_agreement"],
+                                                  "human annotators' agreement (the ceiling)")))
     if result.get("notes"):
         parts.append("<ul class='notes'>" + "".join(f"<li>{html.escape(n)}</li>" for n in result["notes"]) + "</ul>")
     if result["significance"]:

@@ -61,26 +61,44 @@ def scatter_png(table: ScoreTable, dimensions: Sequence[str], jitter: float = 0.
         ax.set_xlabel("human rating", fontsize=8)
         ax.set_ylabel("predicted score", fontsize=8)
         ax.tick_params(labelsize=7)
+    fig.suptitle(f"{table.name}: predicted score vs human rating (jittered; rho pooled over all items)",
+                 fontsize=9)
     return _png(fig)
 
 
 def stability_png(stability_rows: list[dict[str, Any]], measure: str) -> bytes:
-    """Density of the per-judge (or per-run) average correlation, one curve per method, values as a rug."""
+    """Density of the per-judge (or per-run) average correlation, one curve per method, values as a rug.
+
+    The rug of each method sits in its own band below zero; with no density at all (one value per
+    method) the y axis has no scale to show, so it is hidden and the values stand alone.
+    """
     rows = [r for r in stability_rows if r["dimension"] == "average" and r["measure"] == measure]
     fig, axes = _figure(1, width=6.0, height=3.2)
     ax = axes[0]
+    peaks = [max(r["density"]["y"]) for r in rows if (r.get("density") or {}).get("y") is not None]
+    top = max(peaks) if peaks else 1.0
+    band = 0.08 * top
     for i, r in enumerate(rows):
         dens = r.get("density") or {}
         color = f"C{i % 10}"
         if dens.get("y") is not None:
-            ax.plot(dens["x"], dens["y"], color=color, label=f"{r['method']} (mean {r['mean']:.3f}, var "
-                                                             f"{r['variance']:.4f})")
+            ax.plot(dens["x"], dens["y"], color=color, label=f"{r['method']}: {r['n']} values, mean {r['mean']:.3f}, "
+                                                             f"var {r['variance']:.4f}")
         else:
-            ax.plot([], [], color=color, label=f"{r['method']} ({r['n']} value(s): no density)")
+            ax.plot([], [], color=color, label=f"{r['method']}: {r['n']} value(s), mean {r['mean']:.3f} "
+                                               "(no density)")
         vals = list(r["values"].values())
-        ax.plot(vals, np.full(len(vals), -0.04 * (i + 1)), "|", color=color, markersize=12)
+        ax.plot(vals, np.full(len(vals), -band * (i + 1)), "|", color=color, markersize=12)
     ax.set_xlim(-1, 1)
-    ax.set_xlabel(f"average {measure} with humans", fontsize=8)
-    ax.set_ylabel("density", fontsize=8)
-    ax.legend(fontsize=7)
+    ax.set_ylim(-band * (len(rows) + 1), top * 1.15)
+    if peaks:
+        ax.set_yticks([t for t in ax.get_yticks() if 0 <= t <= top * 1.15])
+        ax.set_ylabel("density", fontsize=8)
+    else:
+        ax.set_yticks([])
+    ax.axhline(0, color="0.8", linewidth=0.6)
+    ax.set_xlabel(f"average {measure} with humans (one tick per judge or run)", fontsize=8)
+    ax.set_title(f"stability of the average {measure} across judges / runs", fontsize=9)
+    ax.tick_params(labelsize=7)
+    ax.legend(fontsize=7, loc="best")
     return _png(fig)

@@ -66,9 +66,9 @@ def correlation_table(result: dict[str, Any]) -> Table:
     notes = [f"{_LEVEL_TEXT[result['level']]} ({result['level_reason']}); Kendall tau-{result['kendall_variant']}; "
              "only items with both a score and a human rating enter a correlation"]
     if sample:
-        notes.append("documents with constant scores or fewer than two rated outputs are skipped (count in brackets)")
+        notes.append("documents with constant scores or fewer than three rated outputs are skipped (count in brackets)")
     if any(isinstance(r[m], float) and math.isnan(r[m]) for r in result["rows"] for m in measures):
-        notes.append("- : no correlation (constant predicted or human scores, or fewer than two scored items)")
+        notes.append("- : no correlation (constant predicted or human scores, or fewer than three scored items)")
     if result.get("bootstrap"):
         b = result["bootstrap"]
         notes.append(f"{int(b['ci'] * 100)}% percentile bootstrap intervals, {b['n_boot']} resamples of "
@@ -127,7 +127,9 @@ def significance_table(tests: list[dict[str, Any]]) -> Table:
              fmt(t["p_adjusted"], 4), fmt(t["significant"])] for t in tests]
     alpha = tests[0]["alpha"] if tests else 0.05
     return {"title": "significance across judges", "columns": cols, "rows": rows,
-            "notes": [f"two-sided; Benjamini-Hochberg over all {len(tests)} tests at FDR {alpha}"]}
+            "notes": [f"two-sided; Benjamini-Hochberg over the {sum(t['p_value'] == t['p_value'] for t in tests)} "
+                      f"defined tests at FDR {alpha}; - : undefined (fewer than two judges per method, "
+                      "or no difference at all)"]}
 
 
 def stability_table(rows: list[dict[str, Any]], dimension: str = "average") -> Table:
@@ -150,7 +152,8 @@ def paired_table(results: list[dict[str, Any]]) -> Table:
             iv = t["interval"]
             rows.append([res["judge"], f"{res['method_a']} vs {res['method_b']}", dim, fmt(t["a"]), fmt(t["b"]),
                          fmt(t["delta"]), f"[{fmt(iv[0])}, {fmt(iv[1])}]" if iv else "-", fmt(t["p_value"], 4)])
-    notes = [f"{SYMBOLS[r['measure']]}, {r['n_boot']} paired resamples of {r['unit']}s, seed {r['seed']}"
+    notes = [f"{SYMBOLS[r['measure']]}, {r['n_boot']} paired resamples of {r['unit']}s, seed {r['seed']}; "
+             "A and B are computed on the items both methods scored, so they can differ from each run's table"
              for r in results[:1]]
     return {"title": "paired bootstrap", "columns": cols, "rows": rows, "notes": notes}
 

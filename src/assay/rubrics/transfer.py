@@ -100,8 +100,8 @@ def _clean(x: float) -> float | None:
 
 
 def pair_stats(a: np.ndarray, b: np.ndarray) -> dict[str, Any]:
-    """Exact agreement, Pearson and Spearman over the items both runs scored."""
-    from scipy import stats
+    """Exact agreement, Pearson and Spearman (:func:`assay.meta.correlate`) over the items both runs scored."""
+    from assay.meta.correlation import correlate
 
     both = ~np.isnan(a) & ~np.isnan(b)
     x, y = a[both], b[both]
@@ -109,9 +109,8 @@ def pair_stats(a: np.ndarray, b: np.ndarray) -> dict[str, Any]:
     if len(x) == 0:
         return out
     out["agreement"] = float(np.mean(x == y))
-    if len(x) >= 3 and np.ptp(x) > 0 and np.ptp(y) > 0:
-        out["pearson"] = float(stats.pearsonr(x, y).statistic)
-        out["spearman"] = float(stats.spearmanr(x, y).statistic)
+    out["pearson"] = _clean(correlate(x, y, "pearson"))
+    out["spearman"] = _clean(correlate(x, y, "spearman"))
     return out
 
 
