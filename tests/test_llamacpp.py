@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import math
 
 import numpy as np
+import pytest
 
 import assay
 from assay.judges.base import Request
@@ -63,6 +65,23 @@ async def test_sampling_differs_by_sample_index_and_is_reproducible(smollm2):
 async def test_n_completions(smollm2):
     resp = await smollm2.generate(Request.chat("Say a number.", max_tokens=4, temperature=1.0, n=3))
     assert len(resp.choices) == 3
+
+
+async def test_json_mode_answers_are_json(smollm2):
+    """JSON mode decodes under llama.cpp's JSON grammar: the answer parses, greedy or sampled, and the
+    log-probabilities are those of the tokens the grammar allowed."""
+    ask = 'Name two criteria for judging a summary, as JSON: {"criteria": [{"name": "...", "description": "..."}]}'
+    plain = await smollm2.generate(Request.chat(ask, max_tokens=60))
+    with pytest.raises(json.JSONDecodeError):
+        json.loads(plain.text)  # without the grammar this model wraps its JSON in prose
+    for req in (Request.chat(ask, max_tokens=200, json_mode=True, top_logprobs=3),
+                Request.chat(ask, max_tokens=200, json_mode=True, temperature=1.0, n=2, top_logprobs=3)):
+        res = await smollm2.generate(req)
+        for choice in res.choices:
+            assert choice.finish_reason == "stop"
+            assert isinstance(json.loads(choice.text), dict | list)
+            # at the first position the grammar allows only tokens that open an object or an array
+            assert all(t.token[:1] in ("{", "[") for t in choice.logprobs[0].top)
 
 
 def test_direct_method_end_to_end_on_topical_chat(tmp_path, smollm2):

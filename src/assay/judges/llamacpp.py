@@ -3,12 +3,14 @@
 Log-probabilities are read from the logits of the last evaluated position only, so the model
 never computes logits for every prompt position (``logits_all=True`` costs about 1.6x on a
 480-token prompt; see ``benchmarks/embedded_judge.py``). Consecutive prompts that share a
-prefix reuse the KV cache: only the new suffix is evaluated.
+prefix reuse the KV cache: only the new suffix is evaluated. A request in JSON mode is decoded
+under llama.cpp's JSON grammar, as an OpenAI-compatible server does for ``response_format``.
 """
 
 from __future__ import annotations
 
 import asyncio
+import ctypes
 import hashlib
 import importlib.util
 import os
@@ -75,6 +77,51 @@ def top_logprobs(logits: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     idx = np.argpartition(-logp, min(k, len(logp) - 1))[:k] if k < len(logp) else np.arange(len(logp))
     idx = idx[np.argsort(-logp[idx])]
     return logp, idx
+
+
+def json_grammar() -> str:
+    """llama.cpp's JSON grammar with an object or an array at the top (what a JSON-mode answer may be)."""
+    from llama_cpp.llama_grammar import JSON_GBNF
+
+    grammar = JSON_GBNF.replace("root   ::= object", "root   ::= object | array", 1)
+    if grammar == JSON_GBNF:  # pragma: no cover - only if llama-cpp-python rewrites its grammar
+        raise ConfigError("llama-cpp-python's JSON grammar has an unexpected form; JSON mode is unavailable")
+    return grammar
+
+
+class JsonConstraint:
+    """Masks the logits of one answer to the tokens llama.cpp's JSON grammar allows next.
+
+    The judge keeps its own decoding loop (for log-probabilities and prefix reuse); this applies
+    the grammar sampler to each logit row and is told every chosen token.
+    """
+
+    def __init__(self, llm: Any, n_vocab: int) -> None:
+        import llama_cpp
+        from llama_cpp._internals import LlamaTokenDataArray
+
+        self._lib = llama_cpp
+        self._sampler = llama_cpp.llama_sampler_init_grammar(llm._model.vocab, json_grammar().encode(), b"root")
+        if not self._sampler:
+            raise ConfigError("llama.cpp could not build its JSON grammar")
+        self._cands = LlamaTokenDataArray(n_vocab=n_vocab)
+
+    def mask(self, logits: np.ndarray) -> np.ndarray:
+        """The logits with every token the grammar forbids at this point set to -inf."""
+        self._cands.copy_logits(logits.astype(np.single))
+        self._lib.llama_sampler_apply(self._sampler, ctypes.byref(self._cands.candidates))
+        masked = np.full_like(logits, -np.inf)
+        data = self._cands.candidates_data[: self._cands.candidates.size]
+        masked[data.id] = data.logit
+        return masked
+
+    def accept(self, token: int) -> None:
+        self._lib.llama_sampler_accept(self._sampler, token)
+
+    def close(self) -> None:
+        if self._sampler:
+            self._lib.llama_sampler_free(self._sampler)
+            self._sampler = None
 
 
 def choose_token(logp: np.ndarray, temperature: float, top_p: float, rng: np.random.Generator) -> int:
@@ -186,17 +233,32 @@ class LlamaCppJudge(Judge):
 
     def _complete(self, prompt: list[int], request: Request, rng: np.random.Generator) -> tuple[Choice, int]:
         logits = self._eval_prompt(prompt)
+        constraint = JsonConstraint(self._llm, self._n_vocab) if request.json_mode else None
+        try:
+            return self._decode(logits, request, rng, constraint)
+        finally:
+            if constraint is not None:
+                constraint.close()
+
+    def _decode(self, logits: np.ndarray, request: Request, rng: np.random.Generator,
+                constraint: JsonConstraint | None) -> tuple[Choice, int]:
+        """Generate from the prompt's last logits; under a JSON constraint, log-probabilities are the
+        renormalised distribution over the tokens the grammar allows."""
         k = request.top_logprobs
         out_tokens: list[int] = []
         positions: list[TokenLogprobs] = []
         text = ""
         finish = "length"
         for _ in range(request.max_tokens):
+            if constraint is not None:
+                logits = constraint.mask(logits)
             logp, idx = top_logprobs(logits, max(k or 0, 1))
             tok = choose_token(logp, request.temperature, request.top_p, rng)
             if tok in self._eos:
                 finish = "stop"
                 break
+            if constraint is not None:
+                constraint.accept(tok)
             out_tokens.append(tok)
             if k is not None:
                 positions.append(TokenLogprobs(
