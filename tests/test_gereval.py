@@ -366,11 +366,26 @@ def test_apply_human_rubric_few_shot_lines_up_with_human_ratings(tmp_path, topic
 
 
 def test_short_of_demonstrations_is_noted(tmp_path, topical_chat):
+    import dataclasses
+
+    one_doc = dataclasses.replace(topical_chat.select(docs=1), pool=None)  # a file with one dialogue only
     judge = ScriptedJudge(lambda r: '{"reasoning": "fine", "score": 1}')
-    res = assay.evaluate(topical_chat, method="gereval", judge=judge, run_dir=tmp_path / "run", docs=1, limit=2,
+    res = assay.evaluate(one_doc, method="gereval", judge=judge, run_dir=tmp_path / "run", limit=2,
                          options={"rubric": "human:topical-chat", "shots": 3}, dimensions=["groundedness"])
     assert all(j.trace["demonstrations"] == [] for j in res.judgments)
     assert any(n["kind"] == "few-shot" for n in res.notes)
+
+
+def test_demonstrations_come_from_the_whole_file_when_a_run_selects_part_of_it(tmp_path, topical_chat):
+    judge = ScriptedJudge(lambda r: '{"reasoning": "fine", "score": 1}')
+    res = assay.evaluate(topical_chat, method="gereval", judge=judge, run_dir=tmp_path / "run", docs=1, limit=2,
+                         options={"rubric": "human:topical-chat", "shots": 2}, dimensions=["groundedness"])
+    judged_doc = topical_chat.samples[0].doc_id
+    ids = {s.id: s.doc_id for s in topical_chat.samples}
+    for j in res.judgments:
+        assert len(j.trace["demonstrations"]) == 2
+        assert all(ids[d["sample_id"]] != judged_doc for d in j.trace["demonstrations"])
+    assert not any(n["kind"] == "few-shot" for n in res.notes)
 
 
 # -- statistics ----------------------------------------------------------------------------------

@@ -53,6 +53,7 @@ def generate(
     instruction_max_tokens: Annotated[int, typer.Option(help="Length bound of each instruction answer")] = 512,
     reasks: Annotated[int, typer.Option(help="Re-asks after an invalid JSON answer (paper: 3)")] = 3,
     max_chars: Annotated[int | None, typer.Option(help="Cut each shown text to N characters")] = None,
+    max_criteria: Annotated[int, typer.Option(help="Answers with more criteria are invalid")] = 15,
     task_file: Annotated[Path | None, typer.Option(help="Your own task description (text file) for both steps")] = None,
     cache: CacheDir = None,
 ) -> None:
@@ -65,7 +66,7 @@ def generate(
 
     settings = GenerationSettings(condition=condition, k=k, seed=seed, temperature=temperature, top_p=top_p,
                                   max_tokens=max_tokens, instruction_max_tokens=instruction_max_tokens,
-                                  reasks=reasks, max_chars=max_chars)
+                                  reasks=reasks, max_chars=max_chars, max_criteria=max_criteria)
     ds = load_dataset(dataset)
     task = task_text(ds.info)
     if task_file is not None:

@@ -30,12 +30,20 @@ class Dataset:
         samples: The samples, in file order.
         sha256: Hash of the data file's bytes, recorded in every run manifest.
         path: Where the data was read from.
+        pool: All samples of the file when ``samples`` is a selection of them (see :meth:`select`);
+            methods that show human-rated examples (GER-Eval's demonstrations) draw from it.
     """
 
     info: DatasetInfo
     samples: list[Sample]
     sha256: str
     path: str
+    pool: list[Sample] | None = None
+
+    @property
+    def all_samples(self) -> list[Sample]:
+        """Every sample of the file, selected for this run or not."""
+        return self.pool if self.pool is not None else self.samples
 
     @property
     def name(self) -> str:
@@ -53,7 +61,7 @@ class Dataset:
             samples = [s for s in samples if s.doc_id in chosen]
         if limit is not None:
             samples = samples[:limit]
-        return replace(self, samples=samples)
+        return replace(self, samples=samples, pool=self.all_samples)
 
     @classmethod
     def from_samples(

@@ -33,6 +33,10 @@ class Request(BaseModel):
         top_logprobs: If set, the k most likely tokens with log-probabilities at every
             generated position.
         json_mode: Ask the backend for a JSON object answer where it supports it.
+        json_schema: A JSON schema (compact JSON text, see :func:`schema_text`) the answer must
+            follow where the backend can enforce it: the embedded judge decodes under a grammar
+            built from it; the ``openai`` backend asks for a JSON object only, since not every
+            OpenAI-compatible server accepts a schema. Implies ``json_mode``.
         sample_index: Distinguishes repeated draws of an otherwise identical sampled request,
             so that the cache keeps them apart instead of collapsing a sampling estimate.
     """
@@ -48,6 +52,7 @@ class Request(BaseModel):
     stop: tuple[str, ...] = ()
     top_logprobs: int | None = Field(default=None, ge=0, le=20)
     json_mode: bool = False
+    json_schema: str | None = None
     sample_index: int = 0
 
     @classmethod
@@ -66,7 +71,15 @@ class Request(BaseModel):
         data = self.model_dump(mode="json")
         if self.temperature == 0:
             data["sample_index"] = 0
+        if data["json_schema"] is None:
+            del data["json_schema"]  # keys of requests without a schema stay as they were
         return data
+
+
+def schema_text(schema: dict[str, Any]) -> str:
+    """A JSON schema as the compact text a :class:`Request` carries. Keys keep their order: a grammar
+    built from the schema asks for the properties in that order."""
+    return json.dumps(schema, separators=(",", ":"))
 
 
 class TopToken(BaseModel):

@@ -4,7 +4,8 @@ Log-probabilities are read from the logits of the last evaluated position only, 
 never computes logits for every prompt position (``logits_all=True`` costs about 1.6x on a
 480-token prompt; see ``benchmarks/embedded_judge.py``). Consecutive prompts that share a
 prefix reuse the KV cache: only the new suffix is evaluated. A request in JSON mode is decoded
-under llama.cpp's JSON grammar, as an OpenAI-compatible server does for ``response_format``.
+under llama.cpp's JSON grammar, as an OpenAI-compatible server does for ``response_format``, or
+under a grammar built from the request's JSON schema when it carries one.
 """
 
 from __future__ import annotations
@@ -96,14 +97,16 @@ class JsonConstraint:
     the grammar sampler to each logit row and is told every chosen token.
     """
 
-    def __init__(self, llm: Any, n_vocab: int) -> None:
+    def __init__(self, llm: Any, n_vocab: int, schema: str | None = None) -> None:
         import llama_cpp
         from llama_cpp._internals import LlamaTokenDataArray
+        from llama_cpp.llama_grammar import json_schema_to_gbnf
 
         self._lib = llama_cpp
-        self._sampler = llama_cpp.llama_sampler_init_grammar(llm._model.vocab, json_grammar().encode(), b"root")
+        grammar = json_schema_to_gbnf(schema) if schema else json_grammar()
+        self._sampler = llama_cpp.llama_sampler_init_grammar(llm._model.vocab, grammar.encode(), b"root")
         if not self._sampler:
-            raise ConfigError("llama.cpp could not build its JSON grammar")
+            raise ConfigError("llama.cpp could not build the JSON grammar" + (" of the schema" if schema else ""))
         self._cands = LlamaTokenDataArray(n_vocab=n_vocab)
 
     def mask(self, logits: np.ndarray) -> np.ndarray:
@@ -233,7 +236,8 @@ class LlamaCppJudge(Judge):
 
     def _complete(self, prompt: list[int], request: Request, rng: np.random.Generator) -> tuple[Choice, int]:
         logits = self._eval_prompt(prompt)
-        constraint = JsonConstraint(self._llm, self._n_vocab) if request.json_mode else None
+        constraint = (JsonConstraint(self._llm, self._n_vocab, request.json_schema)
+                      if request.json_mode or request.json_schema else None)
         try:
             return self._decode(logits, request, rng, constraint)
         finally:

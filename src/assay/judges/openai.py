@@ -99,7 +99,7 @@ class OpenAIJudge(Judge):
         if request.top_logprobs is not None:
             body["logprobs"] = True
             body["top_logprobs"] = request.top_logprobs
-        if request.json_mode:
+        if request.json_mode or request.json_schema:
             body["response_format"] = {"type": "json_object"}
         return body
 

@@ -30,7 +30,7 @@ from assay.artifacts.rubric import (
 from assay.datasets import Dataset
 from assay.datasets.catalog import DatasetInfo
 from assay.errors import ConfigError
-from assay.judges.base import Request
+from assay.judges.base import Request, schema_text
 from assay.methods.base import Method, MethodOptions, RunContext, StageUsage, content_hash
 from assay.parsing import parse_rating
 from assay.prompts import sample_blocks
@@ -178,6 +178,21 @@ def answer_format(criterion: Criterion) -> str:
     return '{"reasoning": "...", "score": ' + score + "}"
 
 
+def score_schema(criterion: Criterion) -> dict[str, Any]:
+    """The JSON schema of a scoring answer: a bounded reasoning and a score written as the scale allows
+    (a label, one of a small integer range, or a number), for backends that can enforce one."""
+    scale = criterion.scale
+    score: dict[str, Any]
+    if isinstance(scale, CategoricalScale):
+        score = {"enum": list(scale.labels)}
+    elif scale.integer and scale.high - scale.low <= 20:
+        score = {"enum": list(range(int(scale.low), int(scale.high) + 1))}
+    else:
+        score = {"type": "number"}
+    return {"type": "object", "required": ["reasoning", "score"], "additionalProperties": False,
+            "properties": {"reasoning": {"type": "string", "maxLength": 400}, "score": score}}
+
+
 def build_scoring_prompt(task: str, info: DatasetInfo, criterion: Criterion, sample: Sample, demos: str) -> str:
     """The scoring prompt: task, criterion with scale and instruction, demonstrations, the fenced sample."""
     parts = [
@@ -236,7 +251,8 @@ class GerEval(Method):
             ctx.note("task", f"no GER-Eval scoring description shipped for {ctx.dataset.name!r}: using its task text")
         if rubric.dataset != ctx.dataset.name:
             ctx.note("rubric", f"rubric {rubric.label} was written for {rubric.dataset}, applied to {ctx.dataset.name}")
-        self._order = demonstration_order(ctx.dataset.samples, self.options.seed) if self.options.shots else []
+        # demonstrations come from the whole file, not only from the samples selected for this run
+        self._order = demonstration_order(ctx.dataset.all_samples, self.options.seed) if self.options.shots else []
         mappings = {c.name: c.scale.mapping() for c in rubric.criteria if isinstance(c.scale, CategoricalScale)}
         return {"rubric": {
             "spec": self.options.rubric, "label": rubric.label, "source": rubric.provenance.source,
@@ -259,7 +275,8 @@ class GerEval(Method):
         shown = demonstrations_block(info, criterion, demos, rating_field, self.options.max_chars)
         prompt = build_scoring_prompt(self._task or task_text(info).scoring, info, criterion, sample, shown)
         usage = StageUsage()
-        request = Request.chat(prompt, temperature=0.0, max_tokens=self.options.max_tokens, json_mode=True)
+        request = Request.chat(prompt, temperature=0.0, max_tokens=self.options.max_tokens, json_mode=True,
+                               json_schema=schema_text(score_schema(criterion)))
         asked = await ask_json(ctx.judge, request, lambda o: validate_score(o, criterion), stage="score",
                                reasks=self.options.reasks, on_response=usage.add)
         trace: dict[str, Any] = {

@@ -34,7 +34,7 @@ from assay.artifacts.rubric import (
 from assay.datasets import Dataset
 from assay.datasets.catalog import DatasetInfo
 from assay.errors import ConfigError
-from assay.judges.base import Request
+from assay.judges.base import Request, schema_text
 from assay.methods.base import content_hash
 from assay.prompts import fence
 from assay.rubrics.reprompt import DEFAULT_REASKS, Asked, ask_json
@@ -337,6 +337,28 @@ def build_criteria_prompt(task: str, info: DatasetInfo, examples: str) -> str:
     return "\n".join(parts)
 
 
+def criteria_schema(max_criteria: int) -> dict[str, Any]:
+    """The JSON schema of step 1's answer, which a backend that can enforce one decodes under.
+
+    The bounds keep a weak judge on track: names and descriptions of bounded length (descriptions
+    start with words), numeric ranges from 0 or 1 up to at most 10, or 2-10 ordered labels. The answer
+    is validated by :func:`validate_criteria` all the same.
+    """
+    text = {"type": "string", "pattern": "^[A-Z][a-z]+ [a-z][^\"\\\\]{15,250}$"}  # words, not digits
+    scale = {"anyOf": [{"type": "string", "pattern": "^[01] ?- ?([1-9]|10)$"},
+                       {"type": "array", "items": {"type": "string", "minLength": 1, "maxLength": 40},
+                        "minItems": 2, "maxItems": 10}]}
+    item = {"type": "object", "properties": {"name": {"type": "string", "minLength": 1, "maxLength": 60},
+                                             "description": text, "scale": scale},
+            "required": ["name", "description", "scale"], "additionalProperties": False}
+    return {"type": "object", "required": ["criteria"], "additionalProperties": False,
+            "properties": {"criteria": {"type": "array", "items": item, "minItems": 1, "maxItems": max_criteria}}}
+
+
+INSTRUCTION_SCHEMA = {"type": "object", "required": ["instruction"], "additionalProperties": False,
+                      "properties": {"instruction": {"type": "string", "minLength": 1, "maxLength": 600}}}
+
+
 def build_instruction_prompt(task: str, info: DatasetInfo, criterion: Criterion) -> str:
     """Step 2: ask for the short scoring instruction of one criterion as JSON."""
     out = info.output_name
@@ -408,7 +430,8 @@ async def generate_rubric(dataset: Dataset, judge: Any, settings: GenerationSett
         _note(f"texts shown in the prompt were cut to {settings.max_chars} characters")
     prompt = build_criteria_prompt(task.generation, info, examples_block(info, shown, pairing, settings.max_chars))
     sampling = {"temperature": settings.temperature, "top_p": settings.top_p, "seed": settings.seed, "json_mode": True}
-    asked = await ask_json(judge, Request.chat(prompt, max_tokens=settings.max_tokens, **sampling),
+    asked = await ask_json(judge, Request.chat(prompt, max_tokens=settings.max_tokens, **sampling,
+                                               json_schema=schema_text(criteria_schema(settings.max_criteria))),
                            lambda o: validate_criteria(o, settings.max_criteria),
                            stage="criteria", reasks=settings.reasks)
     responses, discarded = _records(asked, "criteria"), []
@@ -421,7 +444,8 @@ async def generate_rubric(dataset: Dataset, judge: Any, settings: GenerationSett
         drafts = asked.value or []
         prompts = [build_instruction_prompt(task.scoring, info, c) for c in drafts]
         outcomes = await asyncio.gather(*(
-            ask_json(judge, Request.chat(p, max_tokens=settings.instruction_max_tokens, **sampling),
+            ask_json(judge, Request.chat(p, max_tokens=settings.instruction_max_tokens, **sampling,
+                                         json_schema=schema_text(INSTRUCTION_SCHEMA)),
                      validate_instruction, stage="instruction", reasks=settings.reasks) for p in prompts))
         for draft, p, got in zip(drafts, prompts, outcomes, strict=True):
             instruction_prompts[draft.name] = content_hash(p)
