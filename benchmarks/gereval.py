@@ -45,6 +45,8 @@ def _args() -> argparse.Namespace:
     p.add_argument("--condition", default="contexts", choices=["task", "contexts", "contrastive"])
     p.add_argument("--shots", type=int, default=2)
     p.add_argument("--max-tokens", type=int, default=256, help="scoring length bound (paper: 256)")
+    p.add_argument("--max-criteria", type=int, default=15, help="answers with more criteria are invalid")
+    p.add_argument("--gen-max-tokens", type=int, default=512, help="length bound of the criteria answer (paper: 512)")
     p.add_argument("--gen-max-chars", type=int, default=600, help="cut shown contexts (embedded judge: 4k context)")
     p.add_argument("--out", type=Path, default=Path("runs/bench-gereval"))
     return p.parse_args()
@@ -59,7 +61,8 @@ def generate(args: argparse.Namespace, path: Path) -> tuple[Any, float]:
     if path.exists():
         return load_rubric(path), 0.0
     ds = assay.load_dataset("topical-chat")
-    settings = GenerationSettings(condition=args.condition, max_chars=args.gen_max_chars)
+    settings = GenerationSettings(condition=args.condition, max_chars=args.gen_max_chars,
+                                  max_criteria=args.max_criteria, max_tokens=args.gen_max_tokens)
 
     async def run() -> Any:
         judge = ManagedJudge(load_judge(args.judge, **_judge_opts(args.judge, args.threads)))
