@@ -305,3 +305,23 @@ def test_replay_answers_recorded_calls_and_names_an_unrecorded_one(tmp_path, top
     # it names the request by showing where it parts from the closest recorded one
     d = shared_prefix(first, second)
     assert repr(second[d:d + 12])[1:-1] in message and repr(first[d:d + 12])[1:-1] in message
+
+
+async def test_concurrency_is_bounded_per_judge():
+    """ManagedJudge never has more calls in flight than its bound, and does reach it."""
+    import asyncio
+
+    class Slow(ScriptedJudge):
+        in_flight = peak = 0
+
+        async def generate(self, request: Request):
+            Slow.in_flight += 1
+            Slow.peak = max(Slow.peak, Slow.in_flight)
+            await asyncio.sleep(0.01)
+            Slow.in_flight -= 1
+            return await super().generate(request)
+
+    judge = ManagedJudge(Slow(lambda r: "3"), concurrency=3)
+    await asyncio.gather(*(judge.generate(Request.chat(f"call {i}")) for i in range(20)))
+    assert Slow.peak == 3 and Slow.in_flight == 0
+    assert judge.ledger.total().calls == 20
