@@ -18,6 +18,7 @@ from assay.methods.checkeval_build import (
     apply_filter,
     augmentation_2024_prompt,
     build_checklist,
+    copied_example_words,
     diversification_prompt,
     elaboration_prompt,
     filter_prompt,
@@ -80,7 +81,22 @@ def test_parse_generated_attaches_to_sub_dimension_and_seed(coherence):
     reasons = [r["reason"] for r in got.rejected]
     assert reasons == ["repeats a question already in the pool", "numbered 4-1-…, but there is no seed 4-1",
                        "not a question (no '?')", "too short to be a checklist question",
-                       "copies the prompt's example (another task)", "repeats a question already in the pool"]
+                       "copies the prompt's example (another task) (words: cups, grams, ingredient)",
+                       "repeats a question already in the pool"]
+
+
+def test_questions_rewritten_from_the_prompts_example_are_rejected(coherence):
+    # SmolLM2 rewrote the recipe example instead of the seeds; the words give it away
+    text = "1-1-1. Are oven temperatures given in degrees Celsius or degrees Fahrenheit?\n" \
+           "1-1-2. Does the response follow on from what the other speaker said about cooking?"
+    got = parse_generated(text, seed_layout(coherence), set())
+    assert not got.accepted
+    assert [r["reason"] for r in got.rejected] == [
+        "copies the prompt's example (another task) (words: oven, temperatures)",
+        "copies the prompt's example (another task) (words: cooking)"]
+    # a word the checklist itself uses is its own, not the example's
+    assert copied_example_words("Is the recipe complete?", "Recipe clarity: the recipe is easy to follow") == []
+    assert copied_example_words("Is the recipe complete?", "Logical flow of a dialogue") == ["recipe"]
 
 
 def test_parse_generated_needs_a_seed_to_attach_to(coherence):

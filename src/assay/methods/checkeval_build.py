@@ -47,6 +47,20 @@ EXAMPLE_QUESTIONS = (
     "Are cooking times given in minutes or hours?",
 )
 _EXAMPLES = {normalise_question(q) for q in (*EXAMPLE_QUESTIONS, "Are all quantities given with units?")}
+# Words of the example's task (recipes). A weak judge rewrites the example instead of the seeds ("Are oven
+# temperatures given in degrees Celsius?"); a generated question with one of these words is rejected as copied,
+# unless the word is the checklist's own (it occurs in its seed questions or sub-dimension definitions).
+EXAMPLE_WORDS = frozenset({"ingredient", "ingredients", "oven", "ovens", "temperature", "temperatures", "cooking",
+                           "recipe", "recipes", "grams", "cups", "baking"})
+
+
+def _words(text: str) -> set[str]:
+    return set(re.findall(r"[a-z]+", text.lower()))
+
+
+def copied_example_words(question: str, own_text: str) -> list[str]:
+    """The example-task words in a generated question that the checklist itself never uses (sorted)."""
+    return sorted((_words(question) & EXAMPLE_WORDS) - _words(own_text))
 
 
 class BuildSettings(BaseModel):
@@ -260,12 +274,13 @@ def parse_generated(text: str, layout: list[tuple[int, SubDimension, list[Questi
     ``i-j-k. question`` attaches to seed j of sub-dimension i. A bulleted or plainly numbered
     question attaches to the seed restated last (``i-j. seed``), or to the only seed when the
     prompt had one. Rejected, with the reason recorded: lines that are not questions, questions
-    already in the pool (``known``, normalised) or given twice, numbers that name no seed, and
-    questions that cannot be attached.
+    already in the pool (``known``, normalised) or given twice, numbers that name no seed,
+    questions that cannot be attached, and questions copied from the prompt's example task.
     """
     seeds = {(i, j): (sub.name, q.id or "") for i, sub, qs in layout for j, q in enumerate(qs, start=1)}
     only = next(iter(seeds.values())) if len(seeds) == 1 else None
     heads = {normalise_question(sub.name) for _, sub, _ in layout}
+    own_text = " ".join(f"{sub.name} {sub.definition} " + " ".join(q.text for q in qs) for _, sub, qs in layout)
     out = GenerationParse()
     seen = set(known)
     current: tuple[str, str] | None = only
@@ -302,8 +317,10 @@ def parse_generated(text: str, layout: list[tuple[int, SubDimension, list[Questi
             out.rejected.append({"text": line, "reason": "too short to be a checklist question"})
             continue
         norm = normalise_question(question)
-        if norm in _EXAMPLES:
-            out.rejected.append({"text": line, "reason": "copies the prompt's example (another task)"})
+        copied = copied_example_words(question, own_text)
+        if norm in _EXAMPLES or copied:
+            why = f" (words: {', '.join(copied)})" if copied else ""
+            out.rejected.append({"text": line, "reason": f"copies the prompt's example (another task){why}"})
             continue
         if norm in seen:
             out.rejected.append({"text": line, "reason": "repeats a question already in the pool"})
