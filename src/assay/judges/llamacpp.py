@@ -81,13 +81,12 @@ def top_logprobs(logits: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def json_grammar() -> str:
-    """llama.cpp's JSON grammar with an object or an array at the top (what a JSON-mode answer may be)."""
+    """llama.cpp's JSON grammar: one JSON object, as OpenAI's ``response_format={"type": "json_object"}``."""
     from llama_cpp.llama_grammar import JSON_GBNF
 
-    grammar = JSON_GBNF.replace("root   ::= object", "root   ::= object | array", 1)
-    if grammar == JSON_GBNF:  # pragma: no cover - only if llama-cpp-python rewrites its grammar
+    if "root   ::= object" not in JSON_GBNF:  # pragma: no cover - only if llama-cpp-python rewrites it
         raise ConfigError("llama-cpp-python's JSON grammar has an unexpected form; JSON mode is unavailable")
-    return grammar
+    return JSON_GBNF
 
 
 class JsonConstraint:
