@@ -147,3 +147,20 @@ def test_support_prompt_lists_the_expected_count(spec):
     ask = build_support(recipe, [], facts, "summary", 32)
     assert "exactly 7 lists" in ask.prompt and "from s1 to s7" in ask.prompt
     assert ask.hint in ask.prompt
+
+
+def test_answer_schemas_accept_the_format_and_only_it():
+    """Each ask carries the JSON schema of its answer, which the embedded judge decodes under."""
+    import re
+
+    from assay.methods.seal_prompts import _BIT, _RATING, _WEIGHT, _values, answer_schema, example_weights
+
+    bits, weights, ratings = _values(_BIT, 3)["pattern"], _values(_WEIGHT, 5)["pattern"], _values(_RATING, 2)["pattern"]
+    assert re.fullmatch(bits, "1,0,1") and not re.fullmatch(bits, "1,0") and not re.fullmatch(bits, "1, 0, 1")
+    assert re.fullmatch(weights, example_weights(5)) and re.fullmatch(weights, "1,0,0,0,0")
+    assert not re.fullmatch(weights, "0.5,0.5") and not re.fullmatch(weights, "2,0,0,0,0")
+    assert re.fullmatch(ratings, "4,3") and not re.fullmatch(ratings, "6,3")
+    assert re.fullmatch(_values(_BIT, 1)["pattern"], "1")
+    assert "\\." not in weights  # llama.cpp's grammar parser refuses an escaped dot
+    schema = answer_schema({"fluency": _values(_BIT, 2), "fluency_weight": _values(_WEIGHT, 2)})
+    assert schema["required"] == ["fluency", "fluency_weight"] and schema["additionalProperties"] is False

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from assay.datasets.catalog import DatasetInfo
 from assay.methods.seal_spec import Recipe, SubDimension
@@ -23,11 +24,28 @@ RATING_LOW, RATING_HIGH = 1, 5
 
 @dataclass(frozen=True)
 class Ask:
-    """One request to make: its prompt, its answer format (for re-asking) and its token budget."""
+    """One request to make: its prompt, its answer format (for re-asking), its token budget, and the JSON
+    schema of the answer for backends that can enforce one (None: any JSON object)."""
 
     prompt: str
     hint: str
     max_tokens: int
+    schema: dict[str, Any] | None = None
+
+
+def _values(value: str, n: int) -> dict[str, Any]:
+    """A string of exactly n comma-separated values matching the regex ``value`` (no spaces)."""
+    return {"type": "string", "pattern": f"^{value}" + (f"(,{value}){{{n - 1}}}" if n > 1 else "") + "$"}
+
+
+_BIT = "[01]"
+_WEIGHT = "(0([.][0-9]{1,3})?|1([.]0{1,3})?)"  # [.], not an escaped dot: llama.cpp's grammars refuse "\\."
+_RATING = f"[{RATING_LOW}-{RATING_HIGH}]"
+
+
+def answer_schema(fields: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """An object with exactly these fields, in this order."""
+    return {"type": "object", "properties": fields, "required": list(fields), "additionalProperties": False}
 
 
 def defuse(text: str, keys: Iterable[str]) -> str:
@@ -142,7 +160,7 @@ def build_units_binary(recipe: Recipe, sub: SubDimension, body: list[str], units
         f"Question ({sub.name}): {sub.question}\n"
         f"Answer it for {_items(recipe.unit, units, output_name)}: 1 for yes, 0 for no.",
         f"Answer with JSON only, with exactly {n} values:\n{hint}")
-    return Ask(prompt, hint, _budget(slack, 3, n))
+    return Ask(prompt, hint, _budget(slack, 3, n), answer_schema({recipe.key: _values(_BIT, n)}))
 
 
 def build_support(recipe: Recipe, body: list[str], facts: list[Unit], output_name: str, slack: int) -> Ask:
@@ -190,7 +208,8 @@ def build_single(recipe: Recipe, body: list[str], *, key: str, dimension: str, o
     count = " with exactly two fields" if ask_weights else ""
     prompt = join_parts(intro, *body, f"{ask}\n{_questions(subs, holistic)}", weigh,
                    f"Answer with JSON only{count}:\n{hint}")
-    return Ask(prompt, hint, _budget(slack, 10 if ask_weights else 3, k))
+    schema = {key: _values(_BIT, k)} | ({f"{key}_weight": _values(_WEIGHT, k)} if ask_weights else {})
+    return Ask(prompt, hint, _budget(slack, 10 if ask_weights else 3, k), answer_schema(schema))
 
 
 def build_weights(recipe: Recipe, body: list[str], *, key: str, dimension: str, output_name: str,
@@ -205,7 +224,7 @@ def build_weights(recipe: Recipe, body: list[str], *, key: str, dimension: str, 
         f"Give each criterion a weight for how much it matters for {dimension} in this particular case: "
         "non-negative decimals that add up to 1.0. Do not answer the questions themselves.",
         f"Answer with JSON only:\n{hint}")
-    return Ask(prompt, hint, _budget(slack, 7, k))
+    return Ask(prompt, hint, _budget(slack, 7, k), answer_schema({f"{key}_weight": _values(_WEIGHT, k)}))
 
 
 def build_ratings(recipe: Recipe, body: list[str], units: list[Unit] | None, *, key: str, dimension: str,
@@ -230,7 +249,7 @@ def build_ratings(recipe: Recipe, body: list[str], units: list[Unit] | None, *, 
     hint = _format([field], f'{{"{rkey}": "{example_ratings(n)}"}}')
     rules = None if units is None else rules_block(recipe.rules)
     prompt = join_parts(intro, *body, rules, task, f"Answer with JSON only:\n{hint}")
-    return Ask(prompt, hint, _budget(slack, 3, n))
+    return Ask(prompt, hint, _budget(slack, 3, n), answer_schema({rkey: _values(_RATING, n)}))
 
 
 def reask_message(error: str, hint: str) -> str:

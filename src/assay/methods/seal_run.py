@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from assay.judges.base import Message, Request
+from assay.judges.base import Message, Request, schema_text
 from assay.judges.middleware import ManagedJudge
 from assay.methods.base import RunContext, StageUsage, content_hash
 from assay.methods.seal_aggregate import (
@@ -104,7 +104,8 @@ async def ask_judge(judge: ManagedJudge, ask: Ask, parse: Callable[[str], Parsed
     messages = [Message(role="user", content=ask.prompt)]
     attempts: list[dict[str, Any]] = []
     for _ in range(max_reasks + 1):
-        req = Request(messages=tuple(messages), temperature=temperature, max_tokens=ask.max_tokens, json_mode=True)
+        req = Request(messages=tuple(messages), temperature=temperature, max_tokens=ask.max_tokens, json_mode=True,
+                      json_schema=schema_text(ask.schema) if ask.schema else None)
         resp = usage.add(stage, await judge.generate(req, stage=stage))
         parsed = parse(resp.text)
         attempts.append({"prompt_sha": content_hash(ask.prompt), "answer": resp.text, "error": parsed.error,
