@@ -177,6 +177,8 @@ class Judge(abc.ABC):
     identity: JudgeIdentity
     supports_logprobs: bool = False
     default_concurrency: int = 8
+    #: Whether its calls cost money; a judge that re-answers recorded calls (replay) pays nothing.
+    paid: bool = True
 
     @abc.abstractmethod
     async def generate(self, request: Request) -> Response:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import ctypes
+import functools
 import hashlib
 import importlib.util
 import os
@@ -89,6 +90,14 @@ def json_grammar() -> str:
     return JSON_GBNF
 
 
+@functools.lru_cache(maxsize=64)
+def _schema_grammar(schema: str) -> str:
+    """The GBNF grammar of a JSON schema, converted once per schema (every completion of it reuses it)."""
+    from llama_cpp.llama_grammar import json_schema_to_gbnf
+
+    return json_schema_to_gbnf(schema)
+
+
 class JsonConstraint:
     """Masks the logits of one answer to the tokens llama.cpp's JSON grammar allows next.
 
@@ -99,10 +108,9 @@ class JsonConstraint:
     def __init__(self, llm: Any, n_vocab: int, schema: str | None = None) -> None:
         import llama_cpp
         from llama_cpp._internals import LlamaTokenDataArray
-        from llama_cpp.llama_grammar import json_schema_to_gbnf
 
         self._lib = llama_cpp
-        grammar = json_schema_to_gbnf(schema) if schema else json_grammar()
+        grammar = _schema_grammar(schema) if schema else json_grammar()
         self._sampler = llama_cpp.llama_sampler_init_grammar(llm._model.vocab, grammar.encode(), b"root")
         if not self._sampler:
             raise ConfigError("llama.cpp could not build the JSON grammar" + (" of the schema" if schema else ""))

@@ -187,7 +187,9 @@ class ManagedJudge:
                 return hit
         async with self._sem:
             response = await self._with_retries(request)
-        if self.prices is not None and self.identity.backend != "replay":  # a replayed call cost nothing
+        if not self.inner.paid:
+            response.cost_usd = 0.0
+        elif self.prices is not None:
             response.cost_usd = self.prices.cost(
                 self.identity.model, response.prompt_tokens, response.completion_tokens)
         if self.cache is not None:

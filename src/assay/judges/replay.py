@@ -20,6 +20,7 @@ class ReplayJudge(Judge):
     """
 
     default_concurrency = 32
+    paid = False  # re-answering a recorded call pays nothing
 
     def __init__(self, run_dir: str | Path) -> None:
         from assay.store import RunStore
@@ -41,7 +42,7 @@ class ReplayJudge(Judge):
             raise ReplayMissError(
                 f"replay: the recorded run never made this call (temperature={request.temperature}, "
                 f"n={request.n}, sample_index={request.sample_index}); {self._nearest(request)}")
-        return hit.model_copy(update={"cost_usd": 0.0})  # re-answering a recorded call pays nothing
+        return hit
 
     def _nearest(self, request: Request) -> str:
         """Where the request parts from the most similar recorded one, so that the miss can be found."""
