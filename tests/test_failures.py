@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import subprocess
+import sys
 
 import pandas as pd
 import pytest
@@ -200,9 +202,20 @@ def test_a_503_at_the_probe_is_retried_and_keeps_logprobs_mode(tmp_path):
 
 def test_a_probe_that_never_answers_stops_the_run_instead_of_switching_mode(tmp_path):
     with FakeOpenAIServer(default=Behaviour(kind="error", status=503)) as srv, \
-            pytest.raises(JudgeError, match="gave up after 3 attempts"):
+            pytest.raises(JudgeError, match="probe got no answer .*gave up after 3 attempts"):
         _geval(srv, tmp_path / "run")
     assert len(srv.requests) == 3
+
+
+def test_cli_exits_1_before_judging_when_the_probe_never_answers(tmp_path):
+    with FakeOpenAIServer(default=Behaviour(kind="error", status=503)) as srv:
+        res = subprocess.run(
+            [sys.executable, "-m", "assay.cli", "run", "--method", "geval", "--dataset", "qags-xsum", "--limit", "1",
+             "--judge", f"openai:fake-model@{srv.url}", "--retries", "2", "--run-dir", str(tmp_path / "run"), "-q",
+             "--no-cot"], capture_output=True, text=True, timeout=120)
+    assert res.returncode == 1, res.stderr
+    assert "probe got no answer" in " ".join(res.stderr.split()) and "Traceback" not in res.stderr
+    assert len(srv.requests) == 2  # the probe, twice; nothing judged
 
 
 def test_a_4xx_saying_unsupported_is_a_definitive_no_and_recorded(tmp_path):

@@ -9,7 +9,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from assay.errors import ConfigError, FatalJudgeError, TransientJudgeError
+from assay.errors import ConfigError, FatalJudgeError, JudgeError, TransientJudgeError
 from assay.judges.base import (
     Choice,
     Judge,
@@ -95,6 +95,9 @@ class OpenAIJudge(Judge):
                     raise
                 self.supports_logprobs = False
                 self.logprobs_reason = f"probe: the endpoint refused log-probabilities ({exc})"
+            except JudgeError as exc:  # no answer at all: say so rather than guess a capability
+                raise JudgeError(f"{self.identity.label}: the log-probability probe got no answer ({exc}); "
+                                 "retry later, or skip the probe with --judge-opt logprobs=true|false") from exc
             else:
                 self.supports_logprobs = bool(resp.choices and resp.choices[0].logprobs)
                 self.logprobs_reason = ("probe: the endpoint answered with log-probabilities" if self.supports_logprobs
