@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import sqlite3
 import subprocess
 import sys
@@ -153,6 +154,13 @@ def test_cli_run_with_failing_units_exits_3_and_resume_retries_only_them(tmp_pat
         assert meta.exit_code == 0, meta.output
         row = json.loads((tmp_path / "meta.json").read_text())["rows"][0]
         assert row["coverage"] == pytest.approx(3 / 5) and row["items"] == 5
+        report = runner.invoke(app, ["report", str(run_dir), "-o", str(tmp_path / "r.html")])
+        assert report.exit_code == 0, report.output
+        assert "60.0%" in (tmp_path / "r.html").read_text() and "100.0%" not in (tmp_path / "r.html").read_text()
+        shutil.copytree(run_dir, tmp_path / "same")
+        compare = runner.invoke(app, ["compare", str(run_dir), str(tmp_path / "same")])
+        assert compare.exit_code == 0, compare.output
+        assert compare.output.count("60.0%") >= 2 and "100.0%" not in compare.output
 
         srv.route = None  # the server is healthy again
         before = len(srv.requests)
