@@ -150,8 +150,8 @@ async def evaluate_async(
             store.add_note(kind, message)
             notes.append((kind, message))
 
-        if logprobs_reason and logprobs_reason.startswith("probe:") and not bare.supports_logprobs:
-            note("capability", f"{bare.identity.label} gives no log-probabilities ({logprobs_reason}); methods "
+        if logprobs_reason and logprobs_reason.startswith("probe:") and not managed.supports_logprobs:
+            note("capability", f"{managed.identity.label} gives no log-probabilities ({logprobs_reason}); methods "
                                "that read them use their fallback (G-Eval: sampling)")
 
         def put_artifact(name: str, text: str) -> str:
@@ -193,13 +193,13 @@ async def evaluate_async(
         manifest = store.manifest() or manifest
         manifest["notes"] = store.notes()
         manifest["usage"], manifest["cost_usd"] = usage_totals(sessions)
-        manifest["units"] = store.unit_counts()
+        counts = manifest["units"] = store.unit_counts()
         if prices is not None:  # a resumed run records the table it last ran with; sessions keep each one
             manifest["prices"] = prices.model_dump()
         store.set_meta("manifest", manifest)
         return RunResult(run_dir=run_path, judgments=store.judgments(), manifest=manifest,
                          usage=dict(managed.ledger.by_stage), notes=store.notes(), progress=progress,
-                         resumed=resumed, units=manifest["units"])
+                         resumed=resumed, units=counts)
     finally:
         if owns_judge:
             await managed.aclose()
