@@ -26,6 +26,7 @@ from assay.methods.geval import (
     resolve_mode,
     steps_document,
     task_criteria,
+    top_up_requests,
 )
 from assay.types import Dimension, Scale
 
@@ -200,6 +201,16 @@ def test_resolve_mode() -> None:
     assert resolve_mode(None, True, cont)[0] == "sampling"
     with pytest.raises(ConfigError):
         resolve_mode("logprobs", True, cont)
+
+
+def test_top_up_requests_ask_for_the_missing_answers_in_server_sized_requests() -> None:
+    req = Request.chat("rate", temperature=1.0, n=20)
+    more = top_up_requests(req, got=6, per_call=6, next_index=1)
+    assert [r.n for r in more] == [6, 6, 2] and [r.sample_index for r in more] == [1, 2, 3]
+    assert all(r.messages == req.messages and r.temperature == 1.0 for r in more)
+    assert [r.n for r in top_up_requests(req, got=1, per_call=1, next_index=4)][:2] == [1, 1]
+    assert len(top_up_requests(req, got=1, per_call=1, next_index=4)) == 19
+    assert top_up_requests(req, got=20, per_call=5, next_index=1) == []
 
 
 def test_options() -> None:

@@ -138,6 +138,27 @@ async def test_payload_carries_sampling_settings_and_logprobs(server):
     assert resp.choices[0].logprobs and len(resp.choices[0].logprobs[0].top) == 5
 
 
+async def test_logprob_probe_is_retried_through_the_given_sender(server):
+    server.enqueue(Behaviour(kind="error", status=503), Behaviour(kind="drop"))
+    judge = OpenAIJudge("fake-model", server.url)
+    assert await judge.detect_logprobs(send=ManagedJudge(judge, retry=FAST).generate) is True
+    assert len(server.requests) == 3 and "answered with log-probabilities" in judge.logprobs_reason
+
+
+@pytest.mark.parametrize(("status", "message", "verdict"), [
+    (400, "logprobs are not supported", False), (422, "unsupported parameter: top_logprobs", False),
+    (400, "max_tokens too large", None), (404, "no such model (logprobs)", None)])
+async def test_only_a_4xx_naming_logprobs_is_a_definitive_no(server, status, message, verdict):
+    server.enqueue(Behaviour(kind="error", status=status, message=message))
+    judge = OpenAIJudge("fake-model", server.url)
+    if verdict is None:
+        with pytest.raises(FatalJudgeError):
+            await judge.detect_logprobs()
+    else:
+        assert await judge.detect_logprobs() is verdict
+        assert "refused log-probabilities" in judge.logprobs_reason
+
+
 async def test_logprob_capability_is_detected(server):
     judge = OpenAIJudge("fake-model", server.url)
     assert await judge.detect_logprobs() is True

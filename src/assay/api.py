@@ -7,7 +7,7 @@ import platform
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +24,13 @@ from assay.types import Dimension, Judgment, Sample, Usage
 
 @dataclass
 class RunResult:
-    """What a run produced: all its judgments (old and new), its manifest, usage and notes."""
+    """What a run produced: all its judgments (old and new), its manifest, usage, notes and unit counts.
+
+    Attributes:
+        units: The whole run's units (this session's and earlier ones'): ``asked`` (samples x
+            dimensions), ``scored``, ``parse_failed``, ``failed`` (judge calls failed after all
+            retries) and ``undone`` (never finished); see :meth:`RunStore.unit_counts`.
+    """
 
     run_dir: Path
     judgments: list[Judgment]
@@ -33,6 +39,22 @@ class RunResult:
     notes: list[dict[str, Any]]
     progress: Progress
     resumed: bool
+    units: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def failed(self) -> int:
+        """Units whose judge calls failed after all retries; re-running the run retries them."""
+        return self.units.get("failed", 0)
+
+    @property
+    def undone(self) -> int:
+        """Units asked for but never finished (an interrupted or stopped run)."""
+        return self.units.get("undone", 0)
+
+    @property
+    def complete(self) -> bool:
+        """Whether every unit has an answer (scored or parse-failed): nothing failed, nothing undone."""
+        return not self.failed and not self.undone
 
     def to_pandas(self) -> Any:
         with RunStore(self.run_dir, readonly=True) as store:
@@ -121,12 +143,16 @@ async def evaluate_async(
     store = RunStore(run_path)
     managed = ManagedJudge(bare, cache=store, concurrency=concurrency, retry=retry, prices=prices)
     try:
-        await _detect_capabilities(bare, store)
+        logprobs_reason = await _detect_capabilities(bare, store, retry)
         notes: list[tuple[str, str]] = []
 
         def note(kind: str, message: str) -> None:
             store.add_note(kind, message)
             notes.append((kind, message))
+
+        if logprobs_reason and logprobs_reason.startswith("probe:") and not managed.supports_logprobs:
+            note("capability", f"{managed.identity.label} gives no log-probabilities ({logprobs_reason}); methods "
+                               "that read them use their fallback (G-Eval: sampling)")
 
         def put_artifact(name: str, text: str) -> str:
             digest = content_hash(text)
@@ -141,6 +167,7 @@ async def evaluate_async(
             "artifacts": prepared,
             "judge": bare.identity.model_dump(mode="json"),
             "judge_logprobs": bare.supports_logprobs,
+            "judge_logprobs_reason": logprobs_reason,
             "dataset": {"name": dataset.name, "sha256": dataset.sha256},
             "dimensions": [d.model_dump(mode="json") for d in dims],
             "prices": prices.model_dump() if prices is not None else None,
@@ -166,12 +193,13 @@ async def evaluate_async(
         manifest = store.manifest() or manifest
         manifest["notes"] = store.notes()
         manifest["usage"], manifest["cost_usd"] = usage_totals(sessions)
+        counts = manifest["units"] = store.unit_counts()
         if prices is not None:  # a resumed run records the table it last ran with; sessions keep each one
             manifest["prices"] = prices.model_dump()
         store.set_meta("manifest", manifest)
         return RunResult(run_dir=run_path, judgments=store.judgments(), manifest=manifest,
                          usage=dict(managed.ledger.by_stage), notes=store.notes(), progress=progress,
-                         resumed=resumed)
+                         resumed=resumed, units=counts)
     finally:
         if owns_judge:
             await managed.aclose()
@@ -190,16 +218,24 @@ def usage_totals(sessions: list[dict[str, Any]]) -> tuple[dict[str, dict[str, An
     return {k: v.model_dump() for k, v in by_stage.items()}, cost
 
 
-async def _detect_capabilities(judge: Judge, store: RunStore) -> None:
-    """Ask the judge once whether it gives log-probabilities; a resumed run reuses the recorded answer."""
+async def _detect_capabilities(judge: Judge, store: RunStore, retry: RetryPolicy | None) -> str | None:
+    """Ask the judge once whether it gives log-probabilities; a resumed run reuses the recorded answer.
+
+    The probe goes through the run's retry policy (a 503 at start is retried, never read as "no"); it is
+    not cached nor accounted as a judgment's call.
+
+    Returns:
+        How the answer was decided (for the manifest), or None for a judge that needs no probe.
+    """
     detect = getattr(judge, "detect_logprobs", None)
     if detect is None:
-        return
+        return None
     old = store.manifest()
     known = None
     if old is not None and old.get("judge") == judge.identity.model_dump(mode="json") and "judge_logprobs" in old:
         known = bool(old["judge_logprobs"])
-    await detect(known)
+    await detect(known, send=ManagedJudge(judge, retry=retry).generate)
+    return getattr(judge, "logprobs_reason", None)
 
 
 def _as_dataset(data: Dataset | str | list[Sample],

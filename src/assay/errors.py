@@ -30,7 +30,14 @@ class ConfigError(AssayError):
 
 
 class JudgeError(AssayError):
-    """A judge call failed."""
+    """A judge call failed.
+
+    Attributes:
+        attempts: How many times the call was tried before giving up, where known (the middleware
+            sets it when its retries run out), so that a failed unit can record it.
+    """
+
+    attempts: int | None = None
 
 
 class TransientJudgeError(JudgeError):

@@ -47,13 +47,29 @@ def order_units(samples: list[Sample], dimensions: list[Dimension], done: set[tu
 
 @dataclass
 class Progress:
-    """Counters the executor updates and a progress display reads."""
+    """Counters the executor updates and a progress display reads.
+
+    Attributes:
+        total: Units this session set out to do.
+        done: Units with a stored answer (scored or parse-failed).
+        failed: Units whose judge calls failed after all retries (stored as failed, retried on resume).
+        unscored: Done units without a score (parse failures).
+        errors: The first few failed units, ``sample / dimension: error``.
+    """
 
     total: int
     done: int = 0
     failed: int = 0
     unscored: int = 0
     errors: list[str] = field(default_factory=list)
+
+
+def failed_judgment(method: Method, sample: Sample, dim: Dimension, judge: str, exc: JudgeError) -> Judgment:
+    """The record of a unit whose judge calls failed: no score, the error and the attempts of the call that
+    gave up, so that it is counted (coverage, exit code) instead of vanishing, and retried on resume."""
+    return Judgment(sample_id=sample.id, dimension=dim.name, method=method.name, judge=judge, score=None,
+                    status="failed", error=str(exc) or type(exc).__name__,
+                    trace={"attempts": exc.attempts, "error_type": type(exc).__name__})
 
 
 async def execute(
@@ -67,8 +83,8 @@ async def execute(
 ) -> tuple[list[Judgment], Progress]:
     """Run the units with ``concurrency`` workers, in order, storing each judgment once.
 
-    A unit whose judge calls fail after all retries is left undone (a re-run retries it) and
-    counted; a fatal judge error (bad key, unknown model) stops the run at once.
+    A unit whose judge calls fail after all retries is stored as ``failed`` with its error and
+    attempts (a re-run retries it); a fatal judge error (bad key, unknown model) stops the run at once.
     """
     queue: asyncio.Queue[Unit] = asyncio.Queue()
     for u in units:
@@ -87,6 +103,9 @@ async def execute(
             except FatalJudgeError:
                 raise
             except JudgeError as exc:
+                j = failed_judgment(method, sample, dim, ctx.judge.identity.label, exc)
+                store.add_judgment(j)
+                results.append(j)
                 progress.failed += 1
                 if len(progress.errors) < 5:
                     progress.errors.append(f"{sample.id} / {dim.name}: {exc}")

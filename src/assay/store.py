@@ -36,6 +36,12 @@ _MIGRATIONS: list[tuple[str, str]] = [
         CREATE TABLE artifacts (
             name TEXT PRIMARY KEY, sha256 TEXT NOT NULL, content TEXT NOT NULL);
     """),
+    # Units whose judge calls failed are stored too (status 'failed', retried on resume); before
+    # this migration a stored judgment was either scored or a parse failure.
+    ("judgment_status", """
+        ALTER TABLE judgments ADD COLUMN status TEXT NOT NULL DEFAULT 'scored';
+        UPDATE judgments SET status = CASE WHEN score IS NULL THEN 'parse_failed' ELSE 'scored' END;
+    """),
 ]
 
 # Manifest fields that must match for a run directory to be resumed by another command.
@@ -149,24 +155,41 @@ class RunStore:
     # -- judgments ---------------------------------------------------------------------------
 
     def done_units(self) -> set[tuple[str, str]]:
-        return set(self._db.execute("SELECT sample_id, dimension FROM judgments"))
+        """Units that need no more work: scored or parse-failed. Failed units are retried on resume."""
+        return set(self._db.execute("SELECT sample_id, dimension FROM judgments WHERE status != 'failed'"))
 
     def add_judgment(self, j: Judgment) -> None:
-        """Write one judgment; a second judgment for the same unit is an error, never a duplicate."""
-        self._db.execute(
-            "INSERT INTO judgments VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (j.sample_id, j.dimension, j.method, j.judge, j.score, j.error,
-             json.dumps(j.trace, ensure_ascii=False),
-             json.dumps({k: v.model_dump() for k, v in j.usage.items()}), time.time()),
-        )
+        """Write one judgment. A failed unit's row is replaced by its new outcome; a second judgment
+        for a scored or parse-failed unit is an error, never a duplicate."""
+        self._db.execute("BEGIN")
+        try:
+            self._db.execute("DELETE FROM judgments WHERE sample_id=? AND dimension=? AND status='failed'",
+                             (j.sample_id, j.dimension))
+            self._db.execute(
+                "INSERT INTO judgments (sample_id, dimension, method, judge, score, error, trace, usage, created, "
+                "status) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (j.sample_id, j.dimension, j.method, j.judge, j.score, j.error,
+                 json.dumps(j.trace, ensure_ascii=False),
+                 json.dumps({k: v.model_dump() for k, v in j.usage.items()}), time.time(), j.status),
+            )
+        except BaseException:
+            self._db.execute("ROLLBACK")
+            raise
+        self._db.execute("COMMIT")
+
+    def _status_column(self) -> str:
+        """The status expression: the column, or its derivation in a run stored before it existed
+        (a read-only store is never migrated)."""
+        cols = {r[1] for r in self._db.execute("PRAGMA table_info(judgments)")}
+        return "status" if "status" in cols else "CASE WHEN score IS NULL THEN 'parse_failed' ELSE 'scored' END"
 
     def iter_judgments(self) -> Iterator[Judgment]:
         rows = self._db.execute(
-            "SELECT sample_id, dimension, method, judge, score, error, trace, usage "
+            f"SELECT sample_id, dimension, method, judge, score, error, trace, usage, {self._status_column()} "
             "FROM judgments ORDER BY created, rowid")
-        for sid, dim, method, judge, score, error, trace, usage in rows:
+        for sid, dim, method, judge, score, error, trace, usage, status in rows:
             yield Judgment(sample_id=sid, dimension=dim, method=method, judge=judge, score=score,
-                           error=error, trace=json.loads(trace),
+                           error=error, trace=json.loads(trace), status=status,
                            usage={k: Usage(**v) for k, v in json.loads(usage).items()})
 
     def judgments(self) -> list[Judgment]:
@@ -174,6 +197,26 @@ class RunStore:
 
     def count_judgments(self) -> int:
         return int(self._db.execute("SELECT COUNT(*) FROM judgments").fetchone()[0])
+
+    def asked_units(self) -> list[tuple[str, str]]:
+        """Every (sample, dimension) the run was asked to judge: its samples times its manifest's dimensions."""
+        dims = [d["name"] for d in (self.manifest() or {}).get("dimensions") or []]
+        return [(s[0], d) for s in self._db.execute("SELECT id FROM samples ORDER BY rowid") for d in dims]
+
+    def unit_counts(self) -> dict[str, int]:
+        """How far the run got: units ``asked``, stored per status, and ``undone`` (asked, never stored)."""
+        counts = self.status_counts()
+        asked = set(self.asked_units())
+        stored = set(self._db.execute("SELECT sample_id, dimension FROM judgments"))
+        return {"asked": len(asked), **counts, "undone": len(asked - stored)}
+
+    def status_counts(self) -> dict[str, int]:
+        """Stored judgments per status (``scored``, ``parse_failed``, ``failed``), zeros included."""
+        counts = dict.fromkeys(("scored", "parse_failed", "failed"), 0)
+        for status, n in self._db.execute(
+                f"SELECT {self._status_column()} AS st, COUNT(*) FROM judgments GROUP BY st"):
+            counts[status] = int(n)
+        return counts
 
     # -- call cache (the middleware's CallCache protocol) ------------------------------------
 
@@ -208,8 +251,8 @@ class RunStore:
             total = j.total_usage()
             out.append({
                 "sample_id": j.sample_id, "doc_id": s.get("doc_id"), "system_id": s.get("system_id"),
-                "dimension": j.dimension, "method": j.method, "judge": j.judge, "score": j.score,
-                "human": (s.get("human") or {}).get(j.dimension), "error": j.error,
+                "dimension": j.dimension, "method": j.method, "judge": j.judge, "status": j.status,
+                "score": j.score, "human": (s.get("human") or {}).get(j.dimension), "error": j.error,
                 "calls": total.calls, "cached_calls": total.cached_calls,
                 "prompt_tokens": total.prompt_tokens, "completion_tokens": total.completion_tokens,
                 "trace": json.dumps(j.trace, ensure_ascii=False),
@@ -219,7 +262,7 @@ class RunStore:
     def to_pandas(self) -> Any:
         import pandas as pd
 
-        cols = ["sample_id", "doc_id", "system_id", "dimension", "method", "judge", "score", "human",
+        cols = ["sample_id", "doc_id", "system_id", "dimension", "method", "judge", "status", "score", "human",
                 "error", "calls", "cached_calls", "prompt_tokens", "completion_tokens", "trace"]
         return pd.DataFrame(self.rows(), columns=cols)
 

@@ -39,6 +39,8 @@ class Behaviour:
         retry_after: Retry-After header value for "error".
         delay_s: Wait before answering ("ok" and "slow").
         text: Answer text for "ok"; a function of the request body is also accepted.
+        message: The error message for "error" (default ``scripted STATUS``).
+        choices: For "ok", answer with at most this many choices whatever ``n`` asks (servers that cap n).
     """
 
     kind: str = "ok"
@@ -46,6 +48,8 @@ class Behaviour:
     retry_after: float | None = None
     delay_s: float = 0.0
     text: str | Callable[[dict[str, Any]], str] = "3"
+    message: str | None = None
+    choices: int | None = None
 
 
 @dataclass
@@ -62,6 +66,9 @@ class FakeOpenAIServer:
     requests: list[dict[str, Any]] = field(default_factory=list)
     auth: list[str | None] = field(default_factory=list)
     port: int = 0
+    #: A function of the request body choosing its behaviour (None: the script, then the default), so that a
+    #: test can fail some prompts and answer others whatever order concurrent requests arrive in.
+    route: Callable[[dict[str, Any]], Behaviour | None] | None = None
 
     def __post_init__(self) -> None:
         self._lock = threading.Lock()
@@ -82,7 +89,8 @@ class FakeOpenAIServer:
                 with server._lock:
                     server.requests.append(body)
                     server.auth.append(self.headers.get("authorization"))
-                    behaviour = server.script.popleft() if server.script else server.default
+                    routed = server.route(body) if server.route is not None else None
+                    behaviour = routed or (server.script.popleft() if server.script else server.default)
                 if behaviour.kind == "drop":
                     self.close_connection = True
                     self.connection.close()
@@ -91,13 +99,17 @@ class FakeOpenAIServer:
                     time.sleep(behaviour.delay_s)
                 if behaviour.kind == "error":
                     headers = {"retry-after": str(behaviour.retry_after)} if behaviour.retry_after is not None else {}
-                    self._json(behaviour.status, {"error": {"message": f"scripted {behaviour.status}"}}, headers)
+                    message = behaviour.message or f"scripted {behaviour.status}"
+                    self._json(behaviour.status, {"error": {"message": message}}, headers)
                     return
                 if behaviour.kind == "malformed":
                     self._raw(200, b"{not json", "application/json")
                     return
                 text = behaviour.text(body) if callable(behaviour.text) else behaviour.text
-                self._json(200, completion(body, text))
+                answer = completion(body, text)
+                if behaviour.choices is not None:
+                    answer["choices"] = answer["choices"][:behaviour.choices]
+                self._json(200, answer)
                 if server.log_path is not None:
                     with server._lock, server.log_path.open("a", encoding="utf-8") as fh:
                         fh.write(json.dumps(body) + "\n")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -113,12 +113,21 @@ class Usage(BaseModel):
             setattr(self, k, getattr(self, k) + getattr(other, k))
 
 
+Status = Literal["scored", "parse_failed", "failed"]
+
+
 class Judgment(BaseModel):
     """The result of one method on one (sample, dimension): a score or None, always with its trace.
 
     ``score`` is None exactly when the method could not produce one; ``error`` then says why.
     The trace holds everything needed to audit or re-score the judgment offline: raw answers,
     per-question or per-unit decisions, distributions, weights, parse failures and fallbacks.
+
+    ``status`` tells the two kinds of missing score apart, because they mean different things:
+    ``parse_failed`` (an answer came back but could not be read: a fact about the judge, final)
+    and ``failed`` (the judge calls themselves failed after all retries: a fact about the
+    transport, retried when the run is resumed). Left out, it follows from ``score``: ``scored``
+    or ``parse_failed``; a failed unit must say so.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -131,6 +140,7 @@ class Judgment(BaseModel):
     trace: dict[str, Any] = Field(default_factory=dict)
     usage: dict[str, Usage] = Field(default_factory=dict)
     error: str | None = None
+    status: Status | None = None
 
     @model_validator(mode="after")
     def _score_or_error(self) -> Judgment:
@@ -138,6 +148,11 @@ class Judgment(BaseModel):
             raise ValueError("a judgment without a score must say why in `error`")
         if self.score is not None and math.isnan(self.score):
             raise ValueError("a score may not be NaN; use None with an error")
+        if self.status is None:
+            self.status = "scored" if self.score is not None else "parse_failed"
+        elif (self.status == "scored") != (self.score is not None):
+            raise ValueError(f"a judgment with status {self.status!r} "
+                             f"{'needs' if self.status == 'scored' else 'may not have'} a score")
         return self
 
     def total_usage(self) -> Usage:

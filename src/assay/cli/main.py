@@ -22,6 +22,10 @@ app = typer.Typer(no_args_is_help=True, add_completion=False,
 console = Console(stderr=True)
 out = Console()
 
+# Exit codes of `assay run` (docs/judges.md, "Exit codes"): 1 is an error before judging (AssayError),
+# 130 an interruption; a run that ended with failed or undone units exits with EXIT_INCOMPLETE.
+EXIT_INCOMPLETE = 3
+
 JudgeOpt = Annotated[str, typer.Option("--judge", "-j", envvar="ASSAY_JUDGE",
                                        help="Judge spec: llamacpp:smollm2, openai:MODEL, openai:MODEL@URL, replay:RUN")]
 JudgeOpts = Annotated[list[str] | None,
@@ -107,6 +111,8 @@ def run(
                           concurrency=concurrency, retry=RetryPolicy(timeout_s=timeout, max_attempts=retries),
                           prices=price_table, on_start=on_start, on_update=on_update)
     _print_run(result, priced=price_table is not None)
+    if not result.complete:
+        raise typer.Exit(EXIT_INCOMPLETE)
 
 
 def _progress(quiet: bool) -> Progress:
@@ -145,10 +151,25 @@ def _print_run(result: Any, *, priced: bool = False) -> None:
         out.print(cost)
     for n in result.notes:
         out.print(f"[yellow]note ({escape(n['kind'])}, x{n['count']}):[/] {escape(n['message'])}")
-    if result.progress.failed:
-        out.print(f"[red]{result.progress.failed} units failed after retries[/] (re-run the command to retry):")
-        for e in result.progress.errors:
-            out.print(f"  {escape(str(e))}")
+    _print_incomplete(result)
+
+
+def _print_incomplete(result: Any, shown: int = 5) -> None:
+    """Say how many units failed or were left undone, the first few errors, and how to see them all."""
+    if result.complete:
+        return
+    units = result.units
+    console.print(f"[red]incomplete run:[/] {result.failed} of {units['asked']} units failed after retries"
+                  + (f", {result.undone} left undone" if result.undone else "")
+                  + "; re-run the same command to retry them (scored units are not judged again).")
+    failed = [j for j in result.judgments if j.status == "failed"]
+    for j in failed[:shown]:
+        attempts = j.trace.get("attempts")
+        console.print(f"  {escape(j.sample_id)} / {escape(j.dimension)}: {escape(str(j.error))}"
+                      + (f" ({attempts} attempts)" if attempts else ""))
+    if failed:
+        console.print(f"  all of them: assay export {escape(str(result.run_dir))} --format csv, "
+                      "rows with status=failed")
 
 
 def _cell(v: Any) -> str:

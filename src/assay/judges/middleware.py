@@ -216,7 +216,9 @@ class ManagedJudge:
                     self._on_retry(f"{last} - retry {attempt} in {wait:.1f} s")
                 await asyncio.sleep(wait)
         self.ledger.failures += 1
-        raise JudgeError(f"{self.identity.label}: gave up after {self.retry.max_attempts} attempts: {last}")
+        error = JudgeError(f"{self.identity.label}: gave up after {self.retry.max_attempts} attempts: {last}")
+        error.attempts = self.retry.max_attempts
+        raise error
 
     async def aclose(self) -> None:
         await self.inner.aclose()

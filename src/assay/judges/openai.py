@@ -5,11 +5,11 @@ from __future__ import annotations
 import email.utils
 import os
 import time
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from assay.errors import ConfigError, FatalJudgeError, TransientJudgeError
+from assay.errors import ConfigError, FatalJudgeError, JudgeError, TransientJudgeError
 from assay.judges.base import (
     Choice,
     Judge,
@@ -61,24 +61,47 @@ class OpenAIJudge(Judge):
         self._logprobs_forced = logprobs
         self.supports_logprobs = bool(logprobs) if logprobs is not None else True
         self._probed = logprobs is not None
+        #: How ``supports_logprobs`` was decided (recorded in the run's manifest).
+        self.logprobs_reason: str | None = (f"set by the judge option logprobs={str(logprobs).lower()}"
+                                            if logprobs is not None else None)
 
-    async def detect_logprobs(self, known: bool | None = None) -> bool:
-        """Ask the endpoint once whether it returns log-probabilities; remember the answer.
+    async def detect_logprobs(self, known: bool | None = None, *,
+                              send: Callable[[Request], Awaitable[Response]] | None = None) -> bool:
+        """Ask the endpoint once whether it returns log-probabilities; remember the answer and why.
+
+        Only a definitive answer says no: the endpoint answered without log-probabilities, or refused
+        the request with a 4xx naming them (:func:`refuses_logprobs`). A transient failure (5xx,
+        timeout, dropped connection) is no answer: ``send`` retries it like any call, and if it never
+        clears the error is raised, since a guess from one 503 would switch a method's mode for the
+        whole run (and a resume would keep it).
 
         Args:
             known: An answer recorded earlier (a resumed run), adopted without a call.
+            send: How to send the probe: the middleware's ``generate`` brings its retry policy;
+                default one bare call.
+
+        Raises:
+            JudgeError: The probe got no definitive answer (retries ran out) or a fatal error.
         """
         if known is not None and not self._probed:
             self.supports_logprobs, self._probed = known, True
+            self.logprobs_reason = "as recorded by the run being resumed"
         if not self._probed:
             req = Request.chat("Say ok.", max_tokens=1, top_logprobs=2)
             try:
-                resp = await self.generate(req)
-                self.supports_logprobs = bool(resp.choices and resp.choices[0].logprobs)
-            except FatalJudgeError:
-                raise
-            except TransientJudgeError:
+                resp = await (send or self.generate)(req)
+            except FatalJudgeError as exc:
+                if not refuses_logprobs(exc):
+                    raise
                 self.supports_logprobs = False
+                self.logprobs_reason = f"probe: the endpoint refused log-probabilities ({exc})"
+            except JudgeError as exc:  # no answer at all: say so rather than guess a capability
+                raise JudgeError(f"{self.identity.label}: the log-probability probe got no answer ({exc}); "
+                                 "retry later, or skip the probe with --judge-opt logprobs=true|false") from exc
+            else:
+                self.supports_logprobs = bool(resp.choices and resp.choices[0].logprobs)
+                self.logprobs_reason = ("probe: the endpoint answered with log-probabilities" if self.supports_logprobs
+                                        else "probe: the endpoint answered without log-probabilities")
             self._probed = True
         return self.supports_logprobs
 
@@ -141,6 +164,13 @@ class OpenAIJudge(Judge):
             raise TransientJudgeError(f"malformed response body: {exc}") from exc
         latency = time.perf_counter() - start
         return _to_response(raw, latency)
+
+
+def refuses_logprobs(exc: FatalJudgeError) -> bool:
+    """Whether a rejected request is the endpoint saying it does not do log-probabilities: HTTP 400
+    or 422 whose message names them. Any other refusal (bad key, unknown model) is no such answer."""
+    status = getattr(exc.__cause__, "status_code", None)
+    return status in (400, 422) and "logprob" in str(exc).lower()
 
 
 def public_url(url: str | None) -> str | None:

@@ -105,9 +105,11 @@ def read_run(run_dir: str | Path) -> ScoreTable:
         rows = store.rows()
         samples = store.samples()
         manifest = store.manifest() or {}
-    errors = {(r["sample_id"], r["dimension"]): r["error"] for r in rows if r["score"] is None and r["error"]}
+        asked = store.asked_units()
     methods = {r["method"] for r in rows}
     judges = {r["judge"] for r in rows}
+    rows += _undone_rows(rows, samples, asked)
+    errors = {(r["sample_id"], r["dimension"]): r["error"] for r in rows if r["score"] is None and r["error"]}
     frame = make_frame([{k: r[k] for k in ("sample_id", "doc_id", "system_id", "dimension", "score", "human")}
                         for r in rows])
     judge = manifest.get("judge") or {}
@@ -125,6 +127,18 @@ def read_run(run_dir: str | Path) -> ScoreTable:
         if "low" in sc:
             table.scales[d["name"]] = (float(sc["low"]), float(sc["high"]), bool(sc.get("integer", True)))
     return table
+
+
+def _undone_rows(rows: list[dict[str, Any]], samples: list[dict[str, Any]],
+                 asked: list[tuple[str, str]]) -> list[dict[str, Any]]:
+    """Unscored rows for the units a run was asked for but never stored (interrupted, or stopped by an
+    error): coverage is scored units over all units asked, so a half-finished run cannot show 100%."""
+    stored = {(r["sample_id"], r["dimension"]) for r in rows}
+    by_id = {s["id"]: s for s in samples}
+    return [{"sample_id": sid, "doc_id": by_id[sid]["doc_id"], "system_id": by_id[sid]["system_id"],
+             "dimension": dim, "status": "undone", "score": None, "human": by_id[sid]["human"].get(dim),
+             "error": "undone: the run never finished this unit (re-run it to resume)"}
+            for sid, dim in asked if (sid, dim) not in stored]
 
 
 def _fill_scales(table: ScoreTable) -> None:

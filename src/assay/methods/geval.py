@@ -46,6 +46,7 @@ MAX_TOP_LOGPROBS = 20  # the most any supported backend returns (OpenAI's limit;
 STEPS_FORMAT = "assay.geval.steps/1"
 CRITERIA_FORMAT = "assay.geval.criteria/1"
 MAX_STEPS = 10
+TOP_UP_ROUNDS = 3  # rounds of requests asking again for sampled answers a server left out (it capped n)
 
 Mode = Literal["logprobs", "sampling", "greedy"]
 
@@ -347,6 +348,19 @@ def score_request(prompt: str, mode: Mode, options: GEvalOptions, top_logprobs: 
     return Request.chat(prompt, temperature=0.0, max_tokens=options.max_tokens)
 
 
+def top_up_requests(request: Request, got: int, per_call: int, next_index: int) -> list[Request]:
+    """The requests that ask again for the sampled answers a server did not return.
+
+    A server that caps ``n`` (many return one choice whatever is asked) answered ``per_call``
+    choices; the missing ``request.n - got`` are asked for in requests of at most that many, each
+    with its own ``sample_index`` (from ``next_index``) so that the call cache keeps them apart.
+    """
+    missing = request.n - got
+    per_call = max(1, min(per_call, missing))
+    sizes = [per_call] * (missing // per_call) + ([missing % per_call] if missing % per_call else [])
+    return [request.model_copy(update={"n": k, "sample_index": next_index + i}) for i, k in enumerate(sizes)]
+
+
 def read_answer(response: Response, mode: Mode, dimension: Dimension) -> tuple[Estimate, dict[str, Any]]:
     """Turn the judge's answer into G-Eval's estimate and the trace of how it was read."""
     scale, label = dimension.scale, dimension.name.replace("_", " ")
@@ -471,6 +485,34 @@ class GEval(Method):
                 self.plans[dimension.name] = await self._plan(dimension, ctx, None)
         return self.plans[dimension.name]
 
+    async def _top_up(self, request: Request, response: Response, ctx: RunContext,
+                      usage: StageUsage) -> tuple[Response, dict[str, Any]]:
+        """Ask again for the sampled answers a server left out (it capped ``n``), in at most
+        ``TOP_UP_ROUNDS`` rounds; the trace says how many were asked, received, and whether ``n`` was reached.
+
+        Returns:
+            The response with all choices received, and the trace fields of the top-up.
+        """
+        choices = list(response.choices)
+        per_call, next_index, extra = max(1, len(choices)), request.sample_index + 1, 0
+        for _ in range(TOP_UP_ROUNDS):
+            more = top_up_requests(request, len(choices), per_call, next_index)
+            if not more:
+                break
+            next_index, extra = next_index + len(more), extra + len(more)
+            answers = await asyncio.gather(*(ctx.judge.generate(r, stage="score") for r in more))
+            for answer in answers:
+                choices += usage.add("score", answer).choices
+                per_call = max(per_call, len(answer.choices))
+        trace: dict[str, Any] = {"samples_requested": request.n, "samples_received": min(len(choices), request.n),
+                                 "top_up_requests": extra}
+        if len(choices) < request.n:
+            trace["samples_short"] = (f"the judge returned {len(choices)} of the {request.n} sampled answers asked "
+                                      f"for, after {extra} extra requests; the estimate uses {len(choices)}")
+            ctx.note("sampling", f"geval: the judge returned fewer than n={request.n} sampled answers for some "
+                                 "judgments even after asking again; their traces say how many (samples_short)")
+        return response.model_copy(update={"choices": choices[:request.n]}), trace
+
     async def score(self, sample: Sample, dimension: Dimension, ctx: RunContext) -> Judgment:
         plan = await self._ensure(dimension, ctx)
         assert self.mode is not None
@@ -478,11 +520,14 @@ class GEval(Method):
         usage = StageUsage()
         request = score_request(prompt, self.mode, self.options, self.top_logprobs)
         response = usage.add("score", await ctx.judge.generate(request, stage="score"))
+        sampled: dict[str, Any] = {}
+        if self.mode == "sampling" and len(response.choices) < request.n:
+            response, sampled = await self._top_up(request, response, ctx, usage)
         estimate, read = read_answer(response, self.mode, dimension)
         trace: dict[str, Any] = {
             "mode": self.mode, "steps_sha256": plan.steps_sha256, "criteria_source": plan.criteria.source,
             "prompt_sha256": content_hash(prompt),
-            "distribution": {str(k): round(v, 6) for k, v in estimate.distribution.items()}, **read}
+            "distribution": {str(k): round(v, 6) for k, v in estimate.distribution.items()}, **read, **sampled}
         if self.fallback:
             trace |= {"mode_requested": self.options.mode, "fallback": self.fallback}
         if plan.record.get("fallback"):

@@ -12,7 +12,10 @@ _LEVEL_MEASURES = {"sample": ("spearman", "kendall"), "system": ("pearson", "spe
 
 
 def run_summary(run_dir: str | Path) -> dict[str, Any]:
-    """Per dimension (and their average): units judged, share scored, mean score, correlations with humans.
+    """Per dimension (and their average): units asked, share scored, mean score, correlations with humans.
+
+    The ``judged`` column counts every unit the run was asked for, failed and never-finished ones
+    included, so that coverage (scored / asked) shows how much of the run is missing.
 
     Correlations are computed by :mod:`assay.meta` at the dataset's conventional level (sample-level
     for SummEval, dataset/turn-level for the dialogue sets and QAGS); ``assay meta RUN_DIR`` adds
