@@ -39,6 +39,7 @@ class Behaviour:
         retry_after: Retry-After header value for "error".
         delay_s: Wait before answering ("ok" and "slow").
         text: Answer text for "ok"; a function of the request body is also accepted.
+        message: The error body's message for "error" (default ``scripted STATUS``).
     """
 
     kind: str = "ok"
@@ -46,6 +47,7 @@ class Behaviour:
     retry_after: float | None = None
     delay_s: float = 0.0
     text: str | Callable[[dict[str, Any]], str] = "3"
+    message: str | None = None
 
 
 @dataclass
@@ -91,7 +93,8 @@ class FakeOpenAIServer:
                     time.sleep(behaviour.delay_s)
                 if behaviour.kind == "error":
                     headers = {"retry-after": str(behaviour.retry_after)} if behaviour.retry_after is not None else {}
-                    self._json(behaviour.status, {"error": {"message": f"scripted {behaviour.status}"}}, headers)
+                    message = behaviour.message or f"scripted {behaviour.status}"
+                    self._json(behaviour.status, {"error": {"message": message}}, headers)
                     return
                 if behaviour.kind == "malformed":
                     self._raw(200, b"{not json", "application/json")
