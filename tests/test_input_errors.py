@@ -234,3 +234,9 @@ def test_unknown_host_names_the_url_and_dns():
     err = OSError("All connection attempts failed")
     err.__cause__ = socket.gaierror(-2, "Name or service not known")
     assert connection_reason(err) == "host name not found (DNS: Name or service not known)"
+
+
+def test_server_error_names_the_endpoint(cli):
+    with FakeOpenAIServer(default=Behaviour(kind="error", status=503)) as server:
+        code, _, err = cli("judges", f"openai:fake-model@{server.url}")
+    assert (code, err) == (1, f"error: server error HTTP 503 from {server.url}\n")

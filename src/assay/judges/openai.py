@@ -150,7 +150,7 @@ class OpenAIJudge(Judge):
             raise TransientJudgeError(f"cannot reach {self._where}: {connection_reason(exc)}") from exc
         except oa.APIStatusError as exc:
             if exc.status_code >= 500 or exc.status_code in (408, 409):
-                raise TransientJudgeError(f"server error HTTP {exc.status_code}",
+                raise TransientJudgeError(f"server error HTTP {exc.status_code} from {self._where}",
                                           retry_after=_retry_after(exc)) from exc
             raise FatalJudgeError(
                 f"{self.identity.label}: request rejected (HTTP {exc.status_code}): {_brief(exc)}"
