@@ -1,4 +1,4 @@
-"""The run store's opening: one writer per run directory, damaged databases refused, settings checked before any call."""
+"""The run store's opening: one writer per run directory, damaged databases refused, settings checked before calls."""
 
 from __future__ import annotations
 
@@ -73,8 +73,8 @@ def test_run_on_a_directory_another_process_writes_stops_at_once_then_runs_after
 
 def test_cli_run_on_a_locked_directory_is_one_line_naming_the_holder(holder, cli):
     proc, run_dir = holder
-    code, out, err = cli("run", "--dataset", "qags-xsum", "--limit", "1", "--run-dir", str(run_dir),
-                             "--judge", "openai:m@http://127.0.0.1:9/v1", "-q")
+    code, _, err = cli("run", "--dataset", "qags-xsum", "--limit", "1", "--run-dir", str(run_dir),
+                       "--judge", "openai:m@http://127.0.0.1:9/v1", "-q")
     assert code == 1 and "Traceback" not in err
     assert err.count("\n") == 1 and err.startswith("error: ") and f"in use by another run (pid {proc.pid}" in err
 
