@@ -112,7 +112,7 @@ async def evaluate_async(
         check_run_dir(run_dir)
     run_path = Path(run_dir) if run_dir is not None else Path(tempfile.mkdtemp(prefix="assay-run-"))
     owns_judge = isinstance(judge, str)  # a Judge object passed in stays open: its owner may use it again
-    bare = load_judge(judge, **(judge_options or {})) if owns_judge else judge
+    bare = load_judge(judge, **(judge_options or {})) if isinstance(judge, str) else judge
     try:
         if prices is not None:  # before the run directory is made
             prices.check_covers(bare.identity.model)
