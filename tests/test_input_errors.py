@@ -137,6 +137,14 @@ def test_human_entry_for_an_undefined_dimension_names_the_spec_field(tmp_path):
                               "dimension defined under 'dimensions' (coherence)")
 
 
+def test_human_field_that_no_record_has_is_refused(tmp_path):
+    spec = write_spec(tmp_path, [record(0), record(1)], human="{coherence: coh_mean}")
+    with pytest.raises(InputError) as err:
+        load_dataset(str(spec))
+    assert str(err.value) == (f"{tmp_path / 'data.jsonl'}, field 'coh_mean': no record has this field, mapped to "
+                              "the human ratings of 'coherence'")
+
+
 @pytest.mark.parametrize(("value", "kind"), [(3, "a number (3)"), (["a", "b"], "a list"), (None, "null"),
                                              ({"text": "x"}, "an object")])
 def test_non_text_output_is_refused_not_turned_into_text(tmp_path, value, kind):

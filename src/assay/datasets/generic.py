@@ -83,6 +83,9 @@ def load_records_mapped(path: Path, fields: FieldMap, human: dict[str, str]) -> 
             context=field(r, fields.context, file=f, record=at, optional=True) if fields.context else None,
             human=ratings,
         ))
+    for dim, key in human.items():  # a field no record has is a typo in the mapping, not missing ratings
+        if records and not any(key in r for r in records):
+            raise InputError(f"no record has this field, mapped to the human ratings of {dim!r}", file=f, field=key)
     return out
 
 
