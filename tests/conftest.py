@@ -41,3 +41,25 @@ def summeval() -> Dataset:
 @pytest.fixture(scope="session")
 def qags_xsum() -> Dataset:
     return load_dataset("qags-xsum")
+
+
+@pytest.fixture
+def cli(capsys, monkeypatch):
+    """Run the ``assay`` command in-process as a user would (errors as one line, exit codes); returns
+    ``(exit code, stdout, stderr)``."""
+    import sys
+
+    from assay.cli.main import main
+
+    def run(*args: str) -> tuple[int, str, str]:
+        capsys.readouterr()
+        monkeypatch.setattr(sys, "argv", ["assay", *args])
+        try:
+            main()
+            code = 0
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else 1
+        out, err = capsys.readouterr()
+        return code, out, err
+
+    return run

@@ -18,7 +18,7 @@ from assay.executor import Progress, default_unit_concurrency, execute, order_un
 from assay.judges import DEFAULT_JUDGE, Judge, ManagedJudge, PriceTable, RetryPolicy, load_judge
 from assay.methods import Method, RunContext, make_method
 from assay.methods.base import content_hash
-from assay.store import RunStore
+from assay.store import RunStore, check_run_dir
 from assay.types import Dimension, Judgment, Sample, Usage
 
 
@@ -130,19 +130,23 @@ async def evaluate_async(
     dataset = dataset.select(limit=limit, docs=docs)
     meth = make_method(method, options) if isinstance(method, str) else method
     dims = _dimensions(meth, dataset, dim_names)
+    if run_dir is not None:
+        check_run_dir(run_dir)
     run_path = Path(run_dir) if run_dir is not None else Path(tempfile.mkdtemp(prefix="assay-run-"))
     owns_judge = isinstance(judge, str)  # a Judge object passed in stays open: its owner may use it again
-    bare = load_judge(judge, **(judge_options or {})) if owns_judge else judge
-    if prices is not None:  # before the run directory is made
-        try:
+    bare = load_judge(judge, **(judge_options or {})) if isinstance(judge, str) else judge
+    try:
+        if prices is not None:  # before the run directory is made
             prices.check_covers(bare.identity.model)
-        except ConfigError:
-            if owns_judge:
-                await bare.aclose()
-            raise
-    store = RunStore(run_path)
+        store = RunStore(run_path)  # locked for this process; an empty or damaged database is refused
+    except BaseException:
+        if owns_judge:
+            await bare.aclose()
+        raise
     managed = ManagedJudge(bare, cache=store, concurrency=concurrency, retry=retry, prices=prices)
     try:
+        # before any judge call: another run's settings must cost nothing and write nothing here
+        store.check(_fingerprint(meth, bare, dataset, dims), before_prepare=True)
         logprobs_reason = await _detect_capabilities(bare, store, retry)
         notes: list[tuple[str, str]] = []
 
@@ -162,14 +166,11 @@ async def evaluate_async(
         ctx = RunContext(dataset=dataset, dimensions=dims, judge=managed, note=note, artifacts=put_artifact)
         prepared = await meth.prepare(ctx)
         manifest = {
-            "method": meth.name,
-            "method_settings": meth.settings(),
+            **_fingerprint(meth, bare, dataset, dims),  # now with the settings that preparation decided
             "artifacts": prepared,
-            "judge": bare.identity.model_dump(mode="json"),
             "judge_logprobs": bare.supports_logprobs,
             "judge_logprobs_reason": logprobs_reason,
-            "dataset": {"name": dataset.name, "sha256": dataset.sha256},
-            "dimensions": [d.model_dump(mode="json") for d in dims],
+            "dataset_level": dataset.info.level,
             "prices": prices.model_dump() if prices is not None else None,
             "assay_version": __version__,
             "python": platform.python_version(),
@@ -238,11 +239,25 @@ async def _detect_capabilities(judge: Judge, store: RunStore, retry: RetryPolicy
     return getattr(judge, "logprobs_reason", None)
 
 
+def _fingerprint(meth: Method, judge: Judge, dataset: Dataset, dims: list[Dimension]) -> dict[str, Any]:
+    """The manifest fields a resumed run must match (``store.FINGERPRINT``), in one place for check and record."""
+    return {
+        "method": meth.name,
+        "method_settings": meth.settings(),
+        "judge": judge.identity.model_dump(mode="json"),
+        "dataset": {"name": dataset.name, "sha256": dataset.sha256},
+        "dimensions": [d.model_dump(mode="json") for d in dims],
+    }
+
+
 def _as_dataset(data: Dataset | str | list[Sample],
                 dimensions: list[str] | list[Dimension] | None) -> tuple[Dataset, list[str] | None]:
     """The dataset to run and the dimension names to judge, from whatever the caller passed."""
     objects = [d for d in dimensions or [] if isinstance(d, Dimension)]
     names = [d.name if isinstance(d, Dimension) else d for d in dimensions] if dimensions else None
+    for i, name in enumerate(names or []):
+        if name in (names or [])[:i]:  # each (sample, dimension) unit is judged and stored once
+            raise ConfigError(f"dimension {name!r} is listed twice (--dimension {name} given more than once)")
     if isinstance(data, list):
         return Dataset.from_samples(data, objects), names
     dataset = load_dataset(data) if isinstance(data, str) else data

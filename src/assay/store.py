@@ -2,18 +2,22 @@
 
 from __future__ import annotations
 
+import fcntl
 import json
+import os
+import socket
 import sqlite3
 import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from assay.errors import AssayError, ConfigError
+from assay.errors import AssayError, ConfigError, InputError
 from assay.judges.base import JudgeIdentity, Request, Response
 from assay.types import Judgment, Sample, Usage
 
 DB_NAME = "run.sqlite"
+LOCK_NAME = "run.lock"  # flock'ed while a process writes the run (see RunLock)
 
 # Named migrations, applied in order; the database records how many it has seen.
 _MIGRATIONS: list[tuple[str, str]] = [
@@ -59,16 +63,23 @@ class RunStore:
     def __init__(self, run_dir: str | Path, *, readonly: bool = False) -> None:
         self.run_dir = Path(run_dir)
         db = self.run_dir / DB_NAME
+        self._lock: RunLock | None = None
         if readonly:
             if not db.exists():
                 raise AssayError(f"{self.run_dir}: not a run directory (no {DB_NAME})")
-            self._db = sqlite3.connect(f"file:{db}?mode=ro", uri=True, isolation_level=None)
-        else:
-            self.run_dir.mkdir(parents=True, exist_ok=True)
-            self._db = sqlite3.connect(db, isolation_level=None, timeout=30)
+            self._db = _connect(db, readonly=True)
+            return
+        check_run_dir(self.run_dir)
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        self._lock = RunLock(self.run_dir)  # before the database is touched: its holder may be writing it
+        try:
+            self._db = _connect(db, readonly=False)
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=NORMAL")
             self._migrate()
+        except BaseException:
+            self._lock.release()
+            raise
 
     def _migrate(self) -> None:
         version = self._db.execute("PRAGMA user_version").fetchone()[0]
@@ -77,6 +88,8 @@ class RunStore:
 
     def close(self) -> None:
         self._db.close()
+        if self._lock is not None:
+            self._lock.release()
 
     def __enter__(self) -> RunStore:
         return self
@@ -96,6 +109,35 @@ class RunStore:
     def manifest(self) -> dict[str, Any] | None:
         return self.get_meta("manifest")
 
+    def check(self, manifest: dict[str, Any], *, before_prepare: bool = False) -> bool:
+        """Refuse to go on when this directory holds a run with other settings (``FINGERPRINT``).
+
+        Called before any judge call, so that a mismatch costs nothing and writes nothing.
+
+        Args:
+            manifest: The new run's manifest (or just its fingerprint fields).
+            before_prepare: ``manifest`` holds the method settings known before preparation (its options):
+                only those are compared now; :meth:`begin` compares all of them once prepared.
+
+        Returns:
+            True if a run is stored here (this is a resume).
+
+        Raises:
+            ConfigError: The stored run differs; the message lists each differing setting side by side.
+        """
+        old = self.manifest()
+        if old is None:
+            return False
+        diffs = fingerprint_diff(old, manifest, partial=("method_settings",) if before_prepare else ())
+        if diffs:
+            shown = diffs[:_MAX_DIFF_LINES] + ([f"... and {len(diffs) - _MAX_DIFF_LINES} more"]
+                                               if len(diffs) > _MAX_DIFF_LINES else [])
+            raise ConfigError(
+                f"{self.run_dir} holds a run with other settings:\n" + "\n".join(f"  {d}" for d in shown)
+                + "\nUse a new --run-dir, or repeat the original command to resume it."
+            )
+        return True
+
     def begin(self, manifest: dict[str, Any]) -> bool:
         """Record the manifest of a new run, or check that it matches the one already here.
 
@@ -105,18 +147,10 @@ class RunStore:
         Raises:
             ConfigError: The directory holds a run with different settings.
         """
-        old = self.manifest()
-        if old is None:
+        if not self.check(manifest):
             self.set_meta("manifest", manifest)
             return False
-        diffs = [k for k in FINGERPRINT if _canon(old.get(k)) != _canon(manifest.get(k))]
-        if diffs:
-            detail = "; ".join(f"{k}: stored {_canon(old.get(k))[:160]} vs now {_canon(manifest.get(k))[:160]}"
-                               for k in diffs)
-            raise ConfigError(
-                f"{self.run_dir} holds a run with other settings ({detail}). "
-                "Use a new --run-dir, or repeat the original command to resume it."
-            )
+        old = self.manifest() or {}
         old.setdefault("resumed_at", []).append(manifest.get("started_at"))
         self.set_meta("manifest", old)
         return True
@@ -285,3 +319,159 @@ class RunStore:
 
 def _canon(value: Any) -> str:
     return json.dumps(value, sort_keys=True, default=str)
+
+
+# -- the manifest check (pure) -------------------------------------------------------------------
+
+_MAX_DIFF_LINES = 12
+_ABSENT = object()
+
+
+def fingerprint_diff(old: dict[str, Any], new: dict[str, Any], *, partial: tuple[str, ...] = ()) -> list[str]:
+    """The fingerprint settings that differ, one line each: ``key: stored X | now Y``.
+
+    Nested settings are compared leaf by leaf under dotted keys (lists of named objects, such as
+    the dimensions, by name), so a message shows only what changed, not two dumps of everything.
+
+    Args:
+        old: The stored manifest.
+        new: The new run's manifest.
+        partial: Fields of which only the leaves present in ``new`` are compared (settings that the
+            new run only completes later, e.g. method settings before preparation).
+    """
+    lines = []
+    for key in FINGERPRINT:
+        a, b = _leaves(old.get(key), key), _leaves(new.get(key), key)
+        if key in partial:  # only what the new run already knows; nothing at all when it knows nothing yet
+            names = [n for n in b if n != key or b[n] not in (None, {})]
+        else:
+            names = list(dict.fromkeys([*a, *b]))
+        differing = [n for n in names if (n in a) != (n in b) or _canon(a.get(n)) != _canon(b.get(n))]
+        if not differing and key not in partial and _canon(old.get(key)) != _canon(new.get(key)):
+            differing, a, b = [key], {key: old.get(key)}, {key: new.get(key)}  # same leaves, other order
+        lines += [f"{n}: stored {_show(a.get(n, _ABSENT))} | now {_show(b.get(n, _ABSENT))}" for n in differing]
+    return lines
+
+
+def _leaves(value: Any, prefix: str) -> dict[str, Any]:
+    """A nested value as ``{dotted key: leaf}``; lists of objects with unique names are keyed by name."""
+    if isinstance(value, dict) and value:
+        out: dict[str, Any] = {}
+        for k, v in value.items():
+            out.update(_leaves(v, f"{prefix}.{k}"))
+        return out
+    if isinstance(value, list) and value and all(isinstance(v, dict) and isinstance(v.get("name"), str)
+                                                 for v in value):
+        names = [v["name"] for v in value]
+        if len(set(names)) == len(names):
+            return _leaves({v["name"]: v for v in value}, prefix)
+    return {prefix: value}
+
+
+def _show(value: Any) -> str:
+    if value is _ABSENT:
+        return "(absent)"
+    text = repr(value) if isinstance(value, str) else _canon(value)
+    return text if len(text) <= 100 else text[:97] + "..."
+
+
+# -- opening and locking -------------------------------------------------------------------------
+
+def check_run_dir(run_dir: str | Path) -> None:
+    """Refuse a run directory path that names something other than a directory, before anything is done.
+
+    Raises:
+        ConfigError: The path exists and is a file (or another non-directory).
+    """
+    path = Path(run_dir)
+    if path.exists() and not path.is_dir():
+        raise ConfigError(f"{path}: the run directory (--run-dir) is a file, not a directory; "
+                          "give a directory (new or holding a run)")
+
+
+def _connect(db: Path, *, readonly: bool) -> sqlite3.Connection:
+    """Open a run database, refusing a file that is empty or damaged rather than starting afresh over it.
+
+    SQLite takes a 0-byte file for a new database, so a run whose file was emptied would silently
+    begin again and pay for every call twice; a damaged file would fail later with a traceback.
+    """
+    existed = db.exists()
+    if existed and db.stat().st_size == 0:
+        raise _damaged(db, "the file is empty", readonly)
+    try:
+        if readonly:
+            conn = sqlite3.connect(db.resolve().as_uri() + "?mode=ro", uri=True, isolation_level=None)
+        else:
+            conn = sqlite3.connect(db, isolation_level=None, timeout=30)
+    except sqlite3.Error as exc:
+        raise _damaged(db, str(exc), readonly) from exc
+    if not existed:
+        return conn
+    try:
+        problems = [row[0] for row in conn.execute("PRAGMA quick_check")]
+    except sqlite3.Error as exc:
+        conn.close()
+        raise _damaged(db, str(exc), readonly) from exc
+    if problems != ["ok"]:
+        conn.close()
+        raise _damaged(db, f"integrity check: {problems[0]}", readonly)
+    return conn
+
+
+def _damaged(db: Path, reason: str, readonly: bool) -> InputError:
+    todo = ("it cannot be read; restore it from a copy" if readonly else
+            f"nothing was changed; move it away (mv {db} {db}.damaged) to start this run again, "
+            "or use another --run-dir")
+    return InputError(f"damaged or not a run database ({reason}): {todo}", file=str(db))
+
+
+class RunInUseError(AssayError):
+    """Another process is writing this run directory."""
+
+
+class RunLock:
+    """An exclusive lock on a run directory, held while one process writes it.
+
+    ``flock`` on ``run.lock`` in the directory: the kernel drops it when its holder exits or is
+    killed, so a lock file left by a killed run never blocks the next one. The file's text only
+    names the holder (pid, host, start time) for the message a second run prints.
+
+    Raises:
+        RunInUseError: Another process holds the lock.
+    """
+
+    def __init__(self, run_dir: Path) -> None:
+        self.path = run_dir / LOCK_NAME
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = _holder(fd)
+            os.close(fd)
+            raise RunInUseError(f"{run_dir} is in use by another run ({holder}); wait for it to finish "
+                                "or stop it, or use another --run-dir") from None
+        except BaseException:
+            os.close(fd)
+            raise
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, json.dumps({"pid": os.getpid(), "host": socket.gethostname(),
+                                  "started": time.strftime("%Y-%m-%dT%H:%M:%S%z")}).encode(), 0)
+        self._fd: int | None = fd
+
+    def release(self) -> None:
+        """Let go of the lock (closing the file releases it); the holder's text goes with it."""
+        if self._fd is None:
+            return
+        fd, self._fd = self._fd, None
+        try:
+            os.ftruncate(fd, 0)
+        finally:
+            os.close(fd)
+
+
+def _holder(fd: int) -> str:
+    try:
+        info = json.loads(os.pread(fd, 4096, 0) or b"{}")
+        return f"pid {info['pid']} on {info['host']}, started {info['started']}"
+    except (OSError, ValueError, KeyError, TypeError):
+        return "holder not recorded yet"

@@ -262,7 +262,7 @@ def main() -> None:
     try:
         code = app(standalone_mode=False)  # typer returns 130 for Ctrl-C and the code of typer.Exit
     except AssayError as exc:
-        console.print(f"[red]error:[/] {escape(str(exc))}")
+        console.print(f"[red]error:[/] {escape(str(exc))}", soft_wrap=True)  # one line, not cut at 80 columns
         sys.exit(1)
     except (KeyboardInterrupt, click.exceptions.Abort):
         code = 130

@@ -8,6 +8,7 @@ reads a dataset described by a spec file (see :mod:`assay.datasets.generic`).
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from importlib import resources
 from pathlib import Path
@@ -50,7 +51,15 @@ class Dataset:
         return self.info.name
 
     def select(self, *, limit: int | None = None, docs: int | None = None) -> Dataset:
-        """The first ``docs`` source documents (all their outputs), then the first ``limit`` samples."""
+        """The first ``docs`` source documents (all their outputs), then the first ``limit`` samples.
+
+        Raises:
+            ConfigError: ``limit`` or ``docs`` below 1 (a negative slice would silently drop the tail).
+            InputError: Nothing left to judge.
+        """
+        for name, value in (("docs", docs), ("limit", limit)):
+            if value is not None and (isinstance(value, bool) or value < 1):
+                raise ConfigError(f"{name} (--{name}) must be at least 1, got {value!r}")
         samples = self.samples
         if docs is not None:
             keep: list[str] = []
@@ -61,6 +70,7 @@ class Dataset:
             samples = [s for s in samples if s.doc_id in chosen]
         if limit is not None:
             samples = samples[:limit]
+        check_not_empty(samples, self.path, "after selection")
         return replace(self, samples=samples, pool=self.all_samples)
 
     @classmethod
@@ -72,7 +82,9 @@ class Dataset:
         """A dataset from Samples built in Python; its hash covers the samples' content."""
         if not dimensions:
             raise ConfigError("samples given directly need their Dimension objects (dimensions=[Dimension(...)])")
+        check_not_empty(samples, "samples")
         check_unique(samples, None)
+        check_ratings(samples, dimensions, None)
         info = DatasetInfo(
             name=name, loader="python", file="", task=task, input_name=input_name, output_name=output_name,
             dimensions=tuple(dimensions), default_dimensions=tuple(d.name for d in dimensions),
@@ -117,7 +129,8 @@ def load_dataset(spec: str) -> Dataset:
         data = ref.read_bytes()
         path = Path(str(ref))
     samples = getattr(loaders, info.loader)(path)
-    check_unique(samples, path)
+    check_not_empty(samples, path)
+    check_unique(samples, path)  # no scale check: a benchmark's human scale may differ from the judge's (QAGS 0-1)
     return Dataset(info=info, samples=samples, sha256=hashlib.sha256(data).hexdigest(), path=str(path))
 
 
@@ -135,3 +148,34 @@ def check_unique(samples: list[Sample], file: str | Path | None) -> None:
             raise InputError(f"duplicate id {s.id!r} (first at record {where(first[s.id])})",
                              file=str(file) if file is not None else "samples", record=where(i), field="id")
         first[s.id] = i
+
+
+def check_not_empty(samples: list[Sample], file: str | Path, when: str = "") -> None:
+    """Refuse a dataset with no samples, which would otherwise make a run that judges nothing."""
+    if not samples:
+        raise InputError(f"no samples to judge{' ' + when if when else ''}", file=str(file))
+
+
+def check_ratings(samples: list[Sample], dimensions: Iterable[Dimension], file: str | Path | None,
+                  field_of: Callable[[str], str | None] | None = None) -> None:
+    """Raise on the first human rating outside its dimension's scale, naming file, record and field.
+
+    A rating off the scale is a mislabelled column or a scale declared wrong; either way every
+    correlation with it would be quietly wrong. Checked where the user declares the scale (a dataset
+    spec, samples made in Python); a benchmark may rate on another scale than its judge's (QAGS: 0-1).
+
+    Args:
+        samples: The samples, one per record of ``file`` in file order.
+        dimensions: The dataset's dimensions (ratings of other names are not checked).
+        file: Their data file (read again on error, to name the line); None for samples made in Python.
+        field_of: The record field holding a dimension's rating, when it is not the dimension's name.
+    """
+    scales = {d.name: d.scale for d in dimensions}
+    for i, s in enumerate(samples):
+        for dim, value in s.human.items():
+            scale = scales.get(dim)
+            if scale is not None and not scale.low <= value <= scale.high:
+                where = read_records(file).where(i) if file is not None else s.id
+                raise InputError(f"human rating {value:g} for {dim!r} is off its scale {scale.label()}",
+                                 file=str(file) if file is not None else "samples", record=where,
+                                 field=(field_of(dim) if field_of else None) or dim)

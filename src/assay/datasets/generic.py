@@ -24,7 +24,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from assay.datasets.catalog import DatasetInfo
-from assay.datasets.readers import field, number, read_records
+from assay.datasets.readers import field, number, read_records, text
 from assay.errors import InputError
 from assay.types import Dimension, Sample
 
@@ -78,17 +78,34 @@ def load_records_mapped(path: Path, fields: FieldMap, human: dict[str, str]) -> 
             doc_id=field(r, fields.doc_id, file=f, record=at) if fields.doc_id else sid,
             system_id=field(r, fields.system_id, file=f, record=at) if fields.system_id else "",
             source=field(r, fields.source, file=f, record=at) if fields.source else "",
-            output=field(r, fields.output, file=f, record=at),
+            output=text(r, fields.output, file=f, record=at),
             reference=field(r, fields.reference, file=f, record=at, optional=True) if fields.reference else None,
             context=field(r, fields.context, file=f, record=at, optional=True) if fields.context else None,
             human=ratings,
         ))
+    for dim, key in human.items():  # a field no record has is a typo in the mapping, not missing ratings
+        if records and not any(key in r for r in records):
+            raise InputError(f"no record has this field, mapped to the human ratings of {dim!r}", file=f, field=key)
     return out
+
+
+def _check_dimensions(spec: DatasetSpec, spec_path: Path) -> None:
+    """Dimensions defined once each, and human ratings only for defined dimensions (a typo would drop them)."""
+    if not spec.dimensions:
+        raise InputError("define at least one dimension", file=str(spec_path), field="dimensions")
+    names = [d.name for d in spec.dimensions]
+    for i, name in enumerate(names):
+        if name in names[:i]:
+            raise InputError(f"dimension {name!r} is defined twice", file=str(spec_path), field=f"dimensions.{i}")
+    for dim in spec.human:
+        if dim not in names:
+            raise InputError(f"a human rating for {dim!r}, which is not a dimension defined under 'dimensions' "
+                             f"({', '.join(names)})", file=str(spec_path), field=f"human.{dim}")
 
 
 def load_spec_file(spec_path: Path) -> Any:
     """Load a dataset from its YAML spec (see the module docstring)."""
-    from assay.datasets import Dataset, check_unique
+    from assay.datasets import Dataset, check_not_empty, check_ratings, check_unique
 
     if not spec_path.exists():
         raise InputError("file not found", file=str(spec_path))
@@ -103,9 +120,12 @@ def load_spec_file(spec_path: Path) -> Any:
         err = exc.errors()[0]
         raise InputError(err["msg"], file=str(spec_path),
                          field=".".join(str(p) for p in err["loc"])) from exc
+    _check_dimensions(spec, spec_path)
     data_path = (spec_path.parent / spec.file).resolve()
     samples = load_records_mapped(data_path, spec.fields, spec.human)
+    check_not_empty(samples, data_path)
     check_unique(samples, data_path)
+    check_ratings(samples, spec.dimensions, data_path, field_of=spec.human.get)
     dims = tuple(spec.dimensions)
     info = DatasetInfo(
         name=spec.name, loader="generic", file=str(data_path), task=spec.task, input_name=spec.input_name,

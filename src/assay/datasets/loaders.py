@@ -7,7 +7,7 @@ from pathlib import Path
 from statistics import mean
 from typing import Any
 
-from assay.datasets.readers import Record, Records, field, number, read_records
+from assay.datasets.readers import Record, Records, field, number, read_records, text
 from assay.errors import InputError
 from assay.types import Sample
 
@@ -46,7 +46,7 @@ def load_summeval(path: Path) -> list[Sample]:
         scores = field(r, "scores", file=f, record=at, kind=dict)
         out.append(Sample(
             id=f"{doc}:{sys_}", doc_id=doc, system_id=sys_,
-            source=field(r, "source", file=f, record=at), output=field(r, "system_output", file=f, record=at),
+            source=field(r, "source", file=f, record=at), output=text(r, "system_output", file=f, record=at),
             reference=field(r, "reference", file=f, record=at, optional=True),
             human=_ratings(scores, ["coherence", "consistency", "fluency", "relevance", "overall"],
                            file=f, record=at),
@@ -72,7 +72,7 @@ def _summeval_release(records: Records, f: str) -> list[Sample]:
         doc, sys_ = field(r, "id", file=f, record=at), field(r, "model_id", file=f, record=at)
         out.append(Sample(
             id=f"{doc}:{sys_}", doc_id=doc, system_id=sys_, source=field(r, "text", file=f, record=at),
-            output=field(r, "decoded", file=f, record=at), reference=refs[0] if refs else None,
+            output=text(r, "decoded", file=f, record=at), reference=refs[0] if refs else None,
             human={d: mean(v) for d, v in per.items()}, annotators=per,
             metadata={"references": refs},
         ))
@@ -93,7 +93,7 @@ def load_unieval_dialogue(path: Path) -> list[Sample]:
         scores = field(r, "scores", file=f, record=at, kind=dict)
         out.append(Sample(
             id=f"{doc}:{sys_}", doc_id=doc, system_id=sys_, source=src,
-            output=field(r, "system_output", file=f, record=at),
+            output=text(r, "system_output", file=f, record=at),
             context=field(r, "context", file=f, record=at, optional=True),
             human=_ratings(scores, list(scores), file=f, record=at),
         ))
@@ -114,7 +114,7 @@ def load_usr_persona(path: Path) -> list[Sample]:
         sys_ = field(r, "model", file=f, record=at)
         out.append(Sample(
             id=f"{doc}:{sys_}", doc_id=doc, system_id=sys_, source=hist,
-            output=field(r, "response", file=f, record=at).strip(),
+            output=text(r, "response", file=f, record=at).strip(),
             context=field(r, "fact", file=f, record=at, optional=True),
             human=_ratings(r, dims, file=f, record=at),
         ))
@@ -132,7 +132,7 @@ def load_qags(path: Path) -> list[Sample]:
         out.append(Sample(
             id=f"{doc}:{field(r, 'system_id', file=f, record=at)}", doc_id=doc,
             system_id=field(r, "system_id", file=f, record=at),
-            source=field(r, "source", file=f, record=at), output=field(r, "system_output", file=f, record=at),
+            source=field(r, "source", file=f, record=at), output=text(r, "system_output", file=f, record=at),
             reference=field(r, "reference", file=f, record=at, optional=True),
             human=_ratings(field(r, "scores", file=f, record=at, kind=dict), ["consistency"], file=f, record=at),
         ))
@@ -154,7 +154,7 @@ def load_helpsteer2(path: Path) -> list[Sample]:
         counts[doc] = counts.get(doc, 0) + 1
         out.append(Sample(
             id=f"{doc}:r{counts[doc]}", doc_id=doc, system_id=f"r{counts[doc]}", source=prompt,
-            output=field(r, "response", file=f, record=at), human=_ratings(r, dims, file=f, record=at),
+            output=text(r, "response", file=f, record=at), human=_ratings(r, dims, file=f, record=at),
         ))
     return out
 
@@ -170,7 +170,7 @@ def load_sumpubmed(path: Path) -> list[Sample]:
         name = str(r.get("filename_text") or f"doc{i:03d}")
         out.append(Sample(
             id=name, doc_id=name, system_id="summary", source=field(r, "text", file=f, record=at),
-            output=field(r, "shorter_abstract", file=f, record=at),
+            output=text(r, "shorter_abstract", file=f, record=at),
             reference=field(r, "abstract", file=f, record=at, optional=True),
             human=_ratings(r, dims, file=f, record=at),
         ))

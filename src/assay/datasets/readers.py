@@ -131,6 +131,33 @@ def field(rec: Record, name: str, *, file: str, record: int | str, kind: type | 
     return value
 
 
+def text(rec: Record, name: str, *, file: str, record: int | str) -> str:
+    """A required text field (an output to judge); a number, list, object or null is refused, not made into text.
+
+    Such a value means the mapping points at the wrong field: the judge would be asked to rate ``3`` or ``None``.
+    """
+    if name not in rec:
+        raise InputError("missing field", file=file, record=record, field=name)
+    value = rec[name]
+    if not isinstance(value, str):
+        raise InputError(f"expected text, got {_kind(value)}", file=file, record=record, field=name)
+    return value
+
+
+def _kind(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return f"a boolean ({str(value).lower()})"
+    if isinstance(value, int | float):
+        return f"a number ({value!r})"
+    if isinstance(value, list | tuple):
+        return "a list"
+    if isinstance(value, dict):
+        return "an object"
+    return type(value).__name__
+
+
 def number(value: Any, *, file: str, record: int | str, name: str) -> float:
     """A rating as a float; strings such as "3.0" are accepted (CSV, USR's JSON)."""
     try:

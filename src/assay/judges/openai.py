@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import email.utils
 import os
+import re
+import socket
+import ssl
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
 from assay.errors import ConfigError, FatalJudgeError, JudgeError, TransientJudgeError
 from assay.judges.base import (
@@ -57,6 +60,8 @@ class OpenAIJudge(Judge):
             api_key=key, base_url=base_url, max_retries=0, timeout=timeout
         )
         self.identity = JudgeIdentity(backend="openai", model=model, base_url=public_url(base_url))
+        self._secrets = secrets_of(key if key != "not-needed" else None, base_url)
+        self._where = public_url(base_url) or "the OpenAI API (https://api.openai.com/v1)"
         self._model = model
         self._logprobs_forced = logprobs
         self.supports_logprobs = bool(logprobs) if logprobs is not None else True
@@ -127,6 +132,21 @@ class OpenAIJudge(Judge):
         return body
 
     async def generate(self, request: Request) -> Response:
+        """Send one request; every error it raises has the key and anything like a token redacted.
+
+        Servers echo headers or keys in error bodies (a 429 from a proxy may quote the whole request),
+        and the message is printed and stored with the failed unit.
+        """
+        try:
+            return await self._generate(request)
+        except JudgeError as exc:
+            exc.args = (redact(str(exc), self._secrets),)
+            cause = exc.__cause__
+            if cause is not None and redact(str(cause), self._secrets) != str(cause):
+                exc.__cause__, exc.__suppress_context__ = None, True  # no traceback may print the raw body
+            raise
+
+    async def _generate(self, request: Request) -> Response:
         oa = self._openai
         start = time.perf_counter()
         try:
@@ -148,12 +168,12 @@ class OpenAIJudge(Judge):
                 f"{self.identity.base_url or 'the default OpenAI URL'}: {_brief(exc)}"
             ) from exc
         except oa.APITimeoutError as exc:
-            raise TransientJudgeError("request timed out") from exc
+            raise TransientJudgeError(f"request to {self._where} {connection_reason(exc)}") from exc
         except oa.APIConnectionError as exc:
-            raise TransientJudgeError(f"connection failed: {_brief(exc)}") from exc
+            raise TransientJudgeError(f"cannot reach {self._where}: {connection_reason(exc)}") from exc
         except oa.APIStatusError as exc:
             if exc.status_code >= 500 or exc.status_code in (408, 409):
-                raise TransientJudgeError(f"server error HTTP {exc.status_code}",
+                raise TransientJudgeError(f"server error HTTP {exc.status_code} from {self._where}",
                                           retry_after=_retry_after(exc)) from exc
             raise FatalJudgeError(
                 f"{self.identity.label}: request rejected (HTTP {exc.status_code}): {_brief(exc)}"
@@ -183,6 +203,49 @@ def public_url(url: str | None) -> str | None:
         host = f"[{host}]"
     netloc = f"{host}:{parts.port}" if parts.port is not None else host
     return urlunsplit((parts.scheme, netloc, parts.path.rstrip("/"), "", ""))
+
+
+def secrets_of(key: str | None, base_url: str | None) -> list[str]:
+    """What must never be shown: the key, and credentials or query values carried by the endpoint URL."""
+    out = [key] if key else []
+    if base_url:
+        parts = urlsplit(base_url)
+        out += [p for p in (parts.password, parts.username if parts.password else None) if p]
+        out += [v for _, v in parse_qsl(parts.query)]
+    return [s for s in out if len(s) >= _MIN_SECRET]
+
+
+_MIN_SECRET = 8  # shorter strings are no real key, and replacing them would garble messages
+_TOKEN = re.compile(r"(?i)(\bbearer\s+)[A-Za-z0-9._~+/=-]{8,}|\bsk-[A-Za-z0-9_-]{8,}")
+
+
+def redact(text: str, secrets: list[str]) -> str:
+    """``text`` with each secret, and anything that looks like a bearer token or an ``sk-`` key, redacted."""
+    for secret in sorted(secrets, key=len, reverse=True):
+        text = text.replace(secret, "[redacted]")
+    return _TOKEN.sub(lambda m: (m.group(1) or "") + "[redacted]", text)
+
+
+def connection_reason(exc: BaseException) -> str:
+    """Why a connection failed, from the chain of errors under the SDK's generic ``Connection error.``."""
+    chain: list[BaseException] = []
+    seen: BaseException | None = exc
+    while seen is not None and seen not in chain and len(chain) < 10:
+        chain.append(seen)
+        seen = seen.__cause__ or seen.__context__
+    for err in chain:
+        if isinstance(err, ConnectionRefusedError):
+            return "connection refused (is the server running, on that port?)"
+        if isinstance(err, socket.gaierror):
+            return f"host name not found (DNS: {err.strerror or err})"
+        if "ConnectTimeout" in type(err).__name__:
+            return "timed out while connecting (is the host up, and the port open?)"
+        if isinstance(err, TimeoutError) or "Timeout" in type(err).__name__:
+            return "timed out waiting for the answer"
+        if isinstance(err, ssl.SSLError):
+            return f"TLS error ({err})"
+    detail = next((str(e) for e in reversed(chain) if str(e)), "")
+    return f"connection failed ({detail})" if detail else "connection failed"
 
 
 def _to_response(raw: Any, latency: float) -> Response:

@@ -119,6 +119,7 @@ def read_run(run_dir: str | Path) -> ScoreTable:
         judge=(f"{judge['backend']}:{judge['model']}" if judge.get("backend") else None)
         or (judges.pop() if len(judges) == 1 else None),
         dataset=(manifest.get("dataset") or {}).get("name"),
+        level=manifest.get("dataset_level"),
         annotators={s["id"]: s["annotators"] for s in samples if s.get("annotators")},
         errors=errors,
     )

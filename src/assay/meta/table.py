@@ -39,6 +39,8 @@ class ScoreTable:
         annotators: ``{sample_id: {dimension: [rating per annotator]}}`` where the data keeps them.
         scales: ``{dimension: (low, high, integer)}`` of the human scale, where known.
         errors: ``{(sample_id, dimension): error}`` for unscored items, where known.
+        level: The correlation level the run's dataset declares (a user's dataset spec's ``level:``),
+            recorded in the run manifest; it takes precedence over the catalog's convention.
     """
 
     frame: pd.DataFrame
@@ -50,6 +52,7 @@ class ScoreTable:
     annotators: dict[str, dict[str, list[float]]] = field(default_factory=dict)
     scales: dict[str, tuple[float, float, bool]] = field(default_factory=dict)
     errors: dict[tuple[str, str], str] = field(default_factory=dict)
+    level: str | None = None
 
     def dimensions(self) -> list[str]:
         """The dimensions in first-seen order."""
@@ -60,7 +63,9 @@ class ScoreTable:
         return self.frame[self.frame["dimension"] == dimension]
 
     def conventional_level(self) -> str | None:
-        """The dataset's conventional correlation level, if the dataset is a known benchmark."""
+        """The level the run's dataset declared, else its conventional one if it is a known benchmark."""
+        if self.level:
+            return self.level
         if not self.dataset:
             return None
         from assay.datasets import CATALOG
