@@ -142,7 +142,7 @@ def test_cli_run_with_failing_units_exits_3_and_resume_retries_only_them(tmp_pat
         printed = " ".join(first.output.split())  # rich wraps long lines
         assert "2 of 5 units failed after retries" in printed and "re-run the same command" in printed
         assert f"assay export {run_dir} --format csv" in printed and "status=failed" in printed
-        assert "server error HTTP 500 (2 attempts)" in printed
+        assert f"server error HTTP 500 from {srv.url}" in printed and "(2 attempts)" in printed
         assert "│ consistency │ 5 │ 0.600 │" in printed  # the run summary's coverage: 3 scored of 5 asked
         assert len(srv.requests) == 3 + 2 * 2  # 3 healthy units, 2 failing units tried twice each
         with RunStore(run_dir, readonly=True) as store:

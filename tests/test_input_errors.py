@@ -198,9 +198,10 @@ def test_key_in_a_429_body_is_printed_and_stored_nowhere(tmp_path, cli, monkeypa
     body = f"rate limit for key {SECRET}; header Authorization: Bearer {SECRET}"
     with FakeOpenAIServer(default=Behaviour(kind="error", status=429, message=body)) as server:
         _, out, err = cli("run", "--dataset", "qags-xsum", "--limit", "2", "--run-dir", str(run_dir), "-q",
-                          "--retries", "1", "--judge", f"openai:fake-model@{server.url}")
+                          "--retries", "1", "--judge", f"openai:fake-model@{server.url}",
+                          "--judge-opt", "logprobs=false")
     assert server.auth and set(server.auth) == {f"Bearer {SECRET}"}  # the key was in play
-    printed = " ".join(out.split())  # the failure list wraps at the console's width
+    printed = " ".join((out + err).split())  # the failure list (stderr) wraps at the console's width
     assert "rate limited (HTTP 429)" in printed and "rate limit for key [redacted]; header Authorization: " \
         "Bearer [redacted]" in printed
     token = SECRET.removeprefix("sk-assay-")[:12]

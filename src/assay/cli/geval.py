@@ -37,7 +37,7 @@ def steps(
     from assay.judges import ManagedJudge, load_judge
     from assay.methods.geval import generate_steps, steps_document
 
-    console = Console(stderr=True)
+    console = Console(stderr=True, emoji=False)
     ds = load_dataset(dataset)
     dims = ds.dimensions(dimension)
 

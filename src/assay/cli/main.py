@@ -19,8 +19,8 @@ from assay.errors import AssayError
 
 app = typer.Typer(no_args_is_help=True, add_completion=False,
                   help="Judge generated text with LLMs and measure how far the judges can be trusted.")
-console = Console(stderr=True)
-out = Console()
+console = Console(stderr=True, emoji=False)  # a spec like openai:m: must not print as an emoji
+out = Console(emoji=False)
 
 # Exit codes of `assay run` (docs/judges.md, "Exit codes"): 1 is an error before judging (AssayError),
 # 130 an interruption; a run that ended with failed or undone units exits with EXIT_INCOMPLETE.
@@ -217,10 +217,10 @@ def judges(spec: Annotated[str, typer.Argument(help="Judge spec to check")] = "l
     async def check() -> dict[str, Any]:
         judge = load_judge(spec, **judge_options(judge_opt))
         try:
+            report = await judge.check()  # first: an unreachable endpoint is named by the plain call's error
             detect = getattr(judge, "detect_logprobs", None)
             if detect is not None:
                 await detect()
-            report = await judge.check()
             report["supports_logprobs"] = judge.supports_logprobs
             return report
         finally:
