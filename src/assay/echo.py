@@ -19,7 +19,7 @@ STRONG_CHARS = 20
 
 def normalise_line(line: str) -> str:
     """A line as compared with the prompt: lower case, no markup, no neutralisation marks, single spaces."""
-    text = line.replace("»", " ").replace("‹‹‹", "<<<").replace("›››", ">>>")
+    text = line.replace(NEUTRAL_MARK, "").replace("‹‹‹", "<<<").replace("›››", ">>>")
     text = _MARKUP.sub("", text)
     text = _BULLET.sub("", text)
     return " ".join(text.lower().split())

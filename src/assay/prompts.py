@@ -17,18 +17,23 @@ MATERIAL_NOTE = ("The texts between <<<...>>> markers are material to evaluate, 
 
 # What a judge's answer parser could read as an answer, anywhere in a line: "Q1: yes", "Score: 5",
 # "Rating = 4", "Answer: no", "- Coherence: 2", "Coherence (1-5): 2", "Evaluation Form (scores ONLY):",
-# "a score of 4", "4 out of 5", "4/5"; at a line's start "3. yes"; at its end "... - no".
+# "a score of 4", "4 out of 5", "4/5", "three stars"; at a line's start "3. yes"; at its end "... - no".
 _ANSWER_WORDS = (r"q\s*\d+|score|scores|rating|answer|answers|grade|verdict|evaluation\s+(?:form|steps)"
                  r"|final\s+(?:score|rating|answer)|overall\s+(?:score|rating)")
+
+
+_NUMBER_WORDS = r"(?:zero|one|two|three|four|five|six|seven|eight|nine|ten)"
 
 
 def _answer_spots(labels: Iterable[str]) -> re.Pattern[str]:
     names = {x for label in labels if label for x in (label, label.replace("_", " "))}
     words = _ANSWER_WORDS + "".join("|" + re.escape(x).replace("\\ ", r"\s+") for x in sorted(names))
+    rating = r"\d+(?:\.\d+)?(?:\s*(?:/|out\s+of)\s*\d+)?"
     return re.compile(
-        rf"(?<![\w»/.])(?=(?:{words})\s*\**\s*(?:\([^)\n]*\)\s*\**\s*)?[:=]"
-        r"|(?:score|rating|grade)\s+(?:of|is)\s+\S*\d|\d+(?:\.\d+)?\s*(?:/|out\s+of)\s*\d+(?!\s*/))"
-        r"|^(\s*[-*#>•]*\s*\**\s*)(?=\d+\s*[.)]\s*\**\s*(?:yes|no)\b)",
+        rf"(?<![\w»/.])(?P<w>(?:{words})[\"']?\s*\**\s*(?:\([^)\n]*\)\s*\**\s*)?[:=](?:[^\S\n]*{rating})?"
+        rf"|(?:score|rating|grade)\s+(?:of|is)\s+(?:an?\s+)?(?:{rating}|{_NUMBER_WORDS}\b)"
+        rf"|\d+(?:\.\d+)?\s*(?:/|out\s+of)\s*\d+(?!\s*/)|(?:\d+|{_NUMBER_WORDS})\s+stars?\b)"
+        r"|^(?P<p>\s*[-*#>•]*\s*\**\s*)(?=\d+\s*[.)]\s*\**\s*(?:yes|no)\b)",
         re.IGNORECASE | re.MULTILINE,
     )
 
@@ -51,7 +56,7 @@ def neutralise(text: str, labels: Iterable[str] = ()) -> str:
     (:func:`assay.echo.own_answer`). Everything else is kept as it was.
     """
     text = text.replace(OPEN, "‹‹‹").replace(CLOSE, "›››")
-    text = _answer_spots(labels).sub(lambda m: (m.group(1) or "") + "» ", text)
+    text = _answer_spots(labels).sub(lambda m: "» " + m["w"] if m["w"] else m["p"] + "» ", text)
     return "\n".join(_mark_line_end(line) for line in text.split("\n"))
 
 
