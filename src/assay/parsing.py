@@ -73,7 +73,8 @@ def _patterns(label: str | None) -> list[tuple[int, re.Pattern[str]]]:
         (FORM, re.compile(rf"(?<![\w-])({names}){_PAREN}\s*[:=\-–]\s*(?:an?\s+)?{_VAL}\b{_OUT_OF}", flags)),
         (PROSE, re.compile(rf"\b({_LABELS})\s+(?:of|is|would\s+be|=)\s*(?:an?\s+)?{_VAL}\b{_OUT_OF}", flags)),
         (PROSE, re.compile(rf"\b(give|gave|giving|rate|rated|rating|score|scored|scoring|assign|award)\b"
-                           rf"(?:\s+(?!(?:an?|as|between|from)\b)[a-z']+){{0,3}}?\s+(?:(?:an?|as)\s+)?{_VAL}\b{_OUT_OF}",
+                           rf"(?:\s+(?!(?:an?|as|between|from)\b)[a-z']+){{0,3}}?\s+(?:(?:an?|as)\s+)?"
+                           rf"{_VAL}\b{_OUT_OF}",
                            flags)),
         (PROSE, re.compile(rf"(?<![\w.\-/:,])()(\d+(?:\.\d+)?)\s*(?:/|out\s+of)\s*(\d+(?:\.\d+)?)(?![\d/]|[.-]\d)",
                            flags)),
