@@ -94,7 +94,7 @@ def test_neutralised_look_alikes_cannot_be_read(line):
     assert "» " in text, text
     assert parse_rating(text, L5, "coherence").value is None
     assert parse_choice(text, ["A", "B", "C", "D", "E"]).value is None
-    assert not parse_answers(text, 3).answers
+    assert not parse_answers(text, 3).answers and not parse_answers(text, 1).answers
     parsed = extract_json(text)
     assert parsed.value is None or "score" not in parsed.value
 
