@@ -2,17 +2,21 @@
 
 It answers ``POST /v1/chat/completions`` and ``GET /v1/models``. Each request is answered by
 the next scripted behaviour (or the default one): a normal answer, an HTTP error with optional
-Retry-After, a slow answer, a dropped connection, or a malformed body. Every request it
+Retry-After, a slow answer, a dropped connection, a malformed body, or an answer that varies
+with how often the same prompt was asked (a nondeterministic judge, made deterministic for
+tests). Every request it
 receives is logged (with its body and its Authorization header), and optionally appended to a JSONL file so that another
 process can see what was asked.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
+import re
 import threading
 import time
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -34,11 +38,14 @@ class Behaviour:
     """How to answer one request.
 
     Attributes:
-        kind: "ok", "error", "slow", "drop" (close the connection without answering), "malformed".
+        kind: "ok", "error", "slow", "drop" (close the connection without answering), "malformed" or
+            "varying" (the answer is ``vary(prompt, k)``, k being how many times that prompt was
+            asked before: a second identical call gets another answer, as from a sampling server).
         status: HTTP status for "error".
         retry_after: Retry-After header value for "error".
-        delay_s: Wait before answering ("ok" and "slow").
+        delay_s: Wait before answering ("ok", "slow", "varying").
         text: Answer text for "ok"; a function of the request body is also accepted.
+        vary: The answer function for "varying".
     """
 
     kind: str = "ok"
@@ -46,6 +53,27 @@ class Behaviour:
     retry_after: float | None = None
     delay_s: float = 0.0
     text: str | Callable[[dict[str, Any]], str] = "3"
+    vary: Callable[[str, int], str] = field(default_factory=lambda: varying_answer)
+
+
+def prompt_of(body: dict[str, Any]) -> str:
+    """The last user message of a chat-completions request body: the prompt a method wrote."""
+    users = [m.get("content", "") for m in body.get("messages", []) if m.get("role") == "user"]
+    return users[-1] if users else ""
+
+
+def varying_answer(prompt: str, k: int) -> str:
+    """A well-formed answer that is a function of the prompt and of k, the times it was asked before.
+
+    A checklist prompt (lines ``Qn: question``) gets a yes/no per question, any other prompt a
+    rating from 1 to 3 (on every Likert scale of the bundled datasets). Different k give different
+    answers for most prompts, so a call paid twice shows up as a changed judgment.
+    """
+    digest = hashlib.sha256(f"{k}\0{prompt}".encode()).digest()
+    questions = re.findall(r"^Q(\d+): ", prompt, re.MULTILINE)
+    if questions:
+        return "\n".join(f"Q{q}: {'yes' if digest[i % 32] % 2 else 'no'}" for i, q in enumerate(questions))
+    return str(1 + digest[0] % 3)
 
 
 @dataclass
@@ -53,7 +81,7 @@ class FakeOpenAIServer:
     """A threaded loopback server; use as a context manager, read ``url``, ``requests`` and ``auth``.
 
     ``auth`` holds the Authorization header of every POST, so that tests can check which
-    key a client actually sent.
+    key a client actually sent; ``asked`` counts the POSTs per prompt.
     """
 
     default: Behaviour = field(default_factory=Behaviour)
@@ -61,6 +89,7 @@ class FakeOpenAIServer:
     script: deque[Behaviour] = field(default_factory=deque)
     requests: list[dict[str, Any]] = field(default_factory=list)
     auth: list[str | None] = field(default_factory=list)
+    asked: Counter[str] = field(default_factory=Counter)
     port: int = 0
 
     def __post_init__(self) -> None:
@@ -79,10 +108,13 @@ class FakeOpenAIServer:
             def do_POST(self) -> None:
                 length = int(self.headers.get("content-length", 0))
                 body = json.loads(self.rfile.read(length) or b"{}")
+                prompt = prompt_of(body)
                 with server._lock:
                     server.requests.append(body)
                     server.auth.append(self.headers.get("authorization"))
                     behaviour = server.script.popleft() if server.script else server.default
+                    asked_before = server.asked[prompt]
+                    server.asked[prompt] += 1
                 if behaviour.kind == "drop":
                     self.close_connection = True
                     self.connection.close()
@@ -96,7 +128,12 @@ class FakeOpenAIServer:
                 if behaviour.kind == "malformed":
                     self._raw(200, b"{not json", "application/json")
                     return
-                text = behaviour.text(body) if callable(behaviour.text) else behaviour.text
+                if behaviour.kind == "varying":
+                    text = behaviour.vary(prompt, asked_before)
+                elif callable(behaviour.text):
+                    text = behaviour.text(body)
+                else:
+                    text = behaviour.text
                 self._json(200, completion(body, text))
                 if server.log_path is not None:
                     with server._lock, server.log_path.open("a", encoding="utf-8") as fh:
