@@ -98,6 +98,7 @@ class FakeOpenAIServer:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            wbufsize = 1 << 16  # headers and body leave in one write: no Nagle delay between them
 
             def log_message(self, *args: Any) -> None:  # keep test output clean
                 return
@@ -150,6 +151,7 @@ class FakeOpenAIServer:
                     self.send_header(k, v)
                 self.end_headers()
                 self.wfile.write(data)
+                self.wfile.flush()
 
         self._server = _Server(("127.0.0.1", self.port), Handler)
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
