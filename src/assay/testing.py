@@ -2,9 +2,9 @@
 
 It answers ``POST /v1/chat/completions`` and ``GET /v1/models``. Each request is answered by
 the next scripted behaviour (or the default one): a normal answer, an HTTP error with optional
-Retry-After, a slow answer, a dropped connection, a malformed body, or an answer that varies
-with how often the same prompt was asked (a nondeterministic judge, made deterministic for
-tests). Every request it
+Retry-After, a slow answer, a dropped connection, a malformed body, an echo of the prompt, or an
+answer that varies with how often the same prompt was asked (a nondeterministic judge, made
+deterministic for tests). Every request it
 receives is logged (with its body and its Authorization header), and optionally appended to a JSONL file so that another
 process can see what was asked.
 """
@@ -18,10 +18,16 @@ import threading
 import time
 from collections import Counter, deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from assay.errors import InputError
+
+if TYPE_CHECKING:
+    from assay.datasets import Dataset
+    from assay.types import Sample
 
 
 class _Server(ThreadingHTTPServer):
@@ -38,13 +44,14 @@ class Behaviour:
     """How to answer one request.
 
     Attributes:
-        kind: "ok", "error", "slow", "drop" (close the connection without answering), "malformed" or
+        kind: "ok", "error", "slow", "drop" (close the connection without answering), "malformed",
+            "echo" (the answer is the request's last user message, after ``text`` as a prefix) or
             "varying" (the answer is ``vary(prompt, k)``, k being how many times that prompt was
             asked before: a second identical call gets another answer, as from a sampling server).
         status: HTTP status for "error".
         retry_after: Retry-After header value for "error".
-        delay_s: Wait before answering ("ok", "slow", "varying").
-        text: Answer text for "ok"; a function of the request body is also accepted.
+        delay_s: Wait before answering ("ok", "slow", "echo", "varying").
+        text: Answer text for "ok" (a function of the request body is also accepted); the prefix for "echo".
         vary: The answer function for "varying".
     """
 
@@ -81,7 +88,9 @@ class FakeOpenAIServer:
     """A threaded loopback server; use as a context manager, read ``url``, ``requests`` and ``auth``.
 
     ``auth`` holds the Authorization header of every POST, so that tests can check which
-    key a client actually sent; ``asked`` counts the POSTs per prompt.
+    key a client actually sent; ``asked`` counts the POSTs per prompt. With ``logprobs=False`` no
+    answer carries log-probabilities, as from a server without them, so that every method takes
+    its path for such judges.
     """
 
     default: Behaviour = field(default_factory=Behaviour)
@@ -90,6 +99,7 @@ class FakeOpenAIServer:
     requests: list[dict[str, Any]] = field(default_factory=list)
     auth: list[str | None] = field(default_factory=list)
     asked: Counter[str] = field(default_factory=Counter)
+    logprobs: bool = True
     port: int = 0
 
     def __post_init__(self) -> None:
@@ -134,8 +144,8 @@ class FakeOpenAIServer:
                 elif callable(behaviour.text):
                     text = behaviour.text(body)
                 else:
-                    text = behaviour.text
-                self._json(200, completion(body, text))
+                    text = behaviour.text + prompt if behaviour.kind == "echo" else behaviour.text
+                self._json(200, completion(body, text, logprobs=server.logprobs))
                 if server.log_path is not None:
                     with server._lock, server.log_path.open("a", encoding="utf-8") as fh:
                         fh.write(json.dumps(body) + "\n")
@@ -174,22 +184,91 @@ class FakeOpenAIServer:
             self.script.extend(behaviours)
 
 
-def completion(body: dict[str, Any], text: str) -> dict[str, Any]:
-    """A chat.completion object answering ``text`` (with one-token logprobs when asked)."""
+def completion(body: dict[str, Any], text: str, *, logprobs: bool = True) -> dict[str, Any]:
+    """A chat.completion object answering ``text`` (with one-token logprobs when asked and ``logprobs``)."""
     n = int(body.get("n", 1))
-    logprobs = None
-    if body.get("logprobs"):
+    top = None
+    if logprobs and body.get("logprobs"):
         k = int(body.get("top_logprobs") or 0)
         alts = [{"token": text, "logprob": -0.1, "bytes": None}] + [
             {"token": f"alt{i}", "logprob": -3.0 - i, "bytes": None} for i in range(max(0, k - 1))]
-        logprobs = {"content": [{"token": text, "logprob": -0.1, "bytes": None, "top_logprobs": alts[:k]}]}
+        top = {"content": [{"token": text, "logprob": -0.1, "bytes": None, "top_logprobs": alts[:k]}]}
     return {
         "id": "chatcmpl-fake", "object": "chat.completion", "created": int(time.time()),
         "model": body.get("model", "fake-model"),
         "choices": [{"index": i, "message": {"role": "assistant", "content": text},
-                     "finish_reason": "stop", "logprobs": logprobs} for i in range(n)],
+                     "finish_reason": "stop", "logprobs": top} for i in range(n)],
         "usage": {"prompt_tokens": 10, "completion_tokens": n, "total_tokens": 10 + n},
     }
+
+
+INJECTION_MODES = ("append", "replace")
+
+
+@dataclass(frozen=True)
+class Injection:
+    """One entry of a prompt-injection corpus: text that tries to pass for a judge's answer or to steer it.
+
+    Attributes:
+        id: Unique name of the entry.
+        category: What it imitates (``forged-direct``, ``fake-fence``, ``unicode``, ...).
+        mode: ``append`` (on a new line after the real output) or ``replace`` (instead of it).
+        base: The id of the real bundled sample it is applied to.
+        text: The injected text.
+    """
+
+    id: str
+    category: str
+    mode: str
+    base: str
+    text: str
+
+
+def load_injections(path: str | Path) -> list[Injection]:
+    """Read an injection corpus (JSONL, one :class:`Injection` per line); a bad line names file, line and field."""
+    path = Path(path)
+    cases: list[Injection] = []
+    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            rec = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise InputError(f"not valid JSON: {exc.msg}", file=str(path), record=f"line {n}") from None
+        for name in ("id", "category", "mode", "base", "text"):
+            if not isinstance(rec.get(name), str) or not rec[name]:
+                raise InputError("missing or not a non-empty string", file=str(path), record=f"line {n}", field=name)
+        if rec["mode"] not in INJECTION_MODES:
+            raise InputError(f"must be one of {', '.join(INJECTION_MODES)}", file=str(path), record=f"line {n}",
+                             field="mode")
+        if any(c.id == rec["id"] for c in cases):
+            raise InputError(f"duplicate id {rec['id']!r}", file=str(path), record=f"line {n}", field="id")
+        cases.append(Injection(**{k: rec[k] for k in ("id", "category", "mode", "base", "text")}))
+    return cases
+
+
+def inject(sample: Sample, case: Injection) -> Sample:
+    """The sample with the injection applied: a new id and system, the entry named in ``metadata``."""
+    output = case.text if case.mode == "replace" else f"{sample.output.rstrip()}\n{case.text}"
+    return sample.model_copy(update={
+        "id": f"{sample.id}+{case.id}", "system_id": f"{sample.system_id}+{case.id}", "output": output,
+        "metadata": {**sample.metadata, "injection": case.id, "category": case.category, "base": sample.id}})
+
+
+def injected_dataset(dataset: Dataset, cases: list[Injection], *, clean: bool = False) -> Dataset:
+    """The dataset narrowed to the corpus's injected samples (and, with ``clean``, their bases first).
+
+    Raises:
+        InputError: An entry whose base sample the dataset does not have.
+    """
+    by_id = {s.id: s for s in dataset.all_samples}
+    missing = [c for c in cases if c.base not in by_id]
+    if missing:
+        raise InputError(f"no sample {missing[0].base!r} in dataset {dataset.name!r}", record=missing[0].id,
+                         field="base")
+    bases = list(dict.fromkeys(c.base for c in cases)) if clean else []
+    samples = [by_id[b] for b in bases] + [inject(by_id[c.base], c) for c in cases]
+    return replace(dataset, samples=samples, pool=dataset.all_samples)
 
 
 def serve_forever(delay_s: float, port: int) -> None:
