@@ -77,9 +77,13 @@ async def test_the_echo_behaviour_answers_the_prompt_without_logprobs():
     assert resp.choices[0].logprobs is None
 
 
-@pytest.fixture(scope="module")
-def echo_server():
-    with FakeOpenAIServer(default=Behaviour(kind="echo"), logprobs=False) as server:
+# The bare echo, and an echo after a preamble of the judge's own (which holds no rating either).
+PREFIXES = {"bare": "", "preamble": "Sure, here is my evaluation.\n\n"}
+
+
+@pytest.fixture(scope="module", params=list(PREFIXES), ids=list(PREFIXES))
+def echo_server(request):
+    with FakeOpenAIServer(default=Behaviour(kind="echo", text=PREFIXES[request.param]), logprobs=False) as server:
         yield server
 
 
