@@ -2,22 +2,32 @@
 
 It answers ``POST /v1/chat/completions`` and ``GET /v1/models``. Each request is answered by
 the next scripted behaviour (or the default one): a normal answer, an HTTP error with optional
-Retry-After, a slow answer, a dropped connection, or a malformed body. Every request it
+Retry-After, a slow answer, a dropped connection, a malformed body, an echo of the prompt, or an
+answer that varies with how often the same prompt was asked (a nondeterministic judge, made
+deterministic for tests). Every request it
 receives is logged (with its body and its Authorization header), and optionally appended to a JSONL file so that another
 process can see what was asked.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
+import re
 import threading
 import time
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from assay.errors import InputError
+
+if TYPE_CHECKING:
+    from assay.datasets import Dataset
+    from assay.types import Sample
 
 
 class _Server(ThreadingHTTPServer):
@@ -34,13 +44,17 @@ class Behaviour:
     """How to answer one request.
 
     Attributes:
-        kind: "ok", "error", "slow", "drop" (close the connection without answering), "malformed".
+        kind: "ok", "error", "slow", "drop" (close the connection without answering), "malformed",
+            "echo" (the answer is the request's last user message, after ``text`` as a prefix) or
+            "varying" (the answer is ``vary(prompt, k)``, k being how many times that prompt was
+            asked before: a second identical call gets another answer, as from a sampling server).
         status: HTTP status for "error".
         retry_after: Retry-After header value for "error".
-        delay_s: Wait before answering ("ok" and "slow").
-        text: Answer text for "ok"; a function of the request body is also accepted.
+        delay_s: Wait before answering ("ok", "slow", "echo", "varying").
+        text: Answer text for "ok" (a function of the request body is also accepted); the prefix for "echo".
         message: The error message for "error" (default ``scripted STATUS``).
-        choices: For "ok", answer with at most this many choices whatever ``n`` asks (servers that cap n).
+        choices: Answer with at most this many choices whatever ``n`` asks (servers that cap n).
+        vary: The answer function for "varying".
     """
 
     kind: str = "ok"
@@ -50,6 +64,27 @@ class Behaviour:
     text: str | Callable[[dict[str, Any]], str] = "3"
     message: str | None = None
     choices: int | None = None
+    vary: Callable[[str, int], str] = field(default_factory=lambda: varying_answer)
+
+
+def prompt_of(body: dict[str, Any]) -> str:
+    """The last user message of a chat-completions request body: the prompt a method wrote."""
+    users = [m.get("content", "") for m in body.get("messages", []) if m.get("role") == "user"]
+    return users[-1] if users else ""
+
+
+def varying_answer(prompt: str, k: int) -> str:
+    """A well-formed answer that is a function of the prompt and of k, the times it was asked before.
+
+    A checklist prompt (lines ``Qn: question``) gets a yes/no per question, any other prompt a
+    rating from 1 to 3 (on every Likert scale of the bundled datasets). Different k give different
+    answers for most prompts, so a call paid twice shows up as a changed judgment.
+    """
+    digest = hashlib.sha256(f"{k}\0{prompt}".encode()).digest()
+    questions = re.findall(r"^Q(\d+): ", prompt, re.MULTILINE)
+    if questions:
+        return "\n".join(f"Q{q}: {'yes' if digest[i % 32] % 2 else 'no'}" for i, q in enumerate(questions))
+    return str(1 + digest[0] % 3)
 
 
 @dataclass
@@ -57,7 +92,9 @@ class FakeOpenAIServer:
     """A threaded loopback server; use as a context manager, read ``url``, ``requests`` and ``auth``.
 
     ``auth`` holds the Authorization header of every POST, so that tests can check which
-    key a client actually sent.
+    key a client actually sent; ``asked`` counts the POSTs per prompt. With ``logprobs=False`` no
+    answer carries log-probabilities, as from a server without them, so that every method takes
+    its path for such judges.
     """
 
     default: Behaviour = field(default_factory=Behaviour)
@@ -65,6 +102,8 @@ class FakeOpenAIServer:
     script: deque[Behaviour] = field(default_factory=deque)
     requests: list[dict[str, Any]] = field(default_factory=list)
     auth: list[str | None] = field(default_factory=list)
+    asked: Counter[str] = field(default_factory=Counter)
+    logprobs: bool = True
     port: int = 0
     #: A function of the request body choosing its behaviour (None: the script, then the default), so that a
     #: test can fail some prompts and answer others whatever order concurrent requests arrive in.
@@ -76,6 +115,7 @@ class FakeOpenAIServer:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            wbufsize = 1 << 16  # headers and body leave in one write: no Nagle delay between them
 
             def log_message(self, *args: Any) -> None:  # keep test output clean
                 return
@@ -86,11 +126,14 @@ class FakeOpenAIServer:
             def do_POST(self) -> None:
                 length = int(self.headers.get("content-length", 0))
                 body = json.loads(self.rfile.read(length) or b"{}")
+                prompt = prompt_of(body)
                 with server._lock:
                     server.requests.append(body)
                     server.auth.append(self.headers.get("authorization"))
                     routed = server.route(body) if server.route is not None else None
                     behaviour = routed or (server.script.popleft() if server.script else server.default)
+                    asked_before = server.asked[prompt]
+                    server.asked[prompt] += 1
                 if behaviour.kind == "drop":
                     self.close_connection = True
                     self.connection.close()
@@ -105,8 +148,13 @@ class FakeOpenAIServer:
                 if behaviour.kind == "malformed":
                     self._raw(200, b"{not json", "application/json")
                     return
-                text = behaviour.text(body) if callable(behaviour.text) else behaviour.text
-                answer = completion(body, text)
+                if behaviour.kind == "varying":
+                    text = behaviour.vary(prompt, asked_before)
+                elif callable(behaviour.text):
+                    text = behaviour.text(body)
+                else:
+                    text = behaviour.text + prompt if behaviour.kind == "echo" else behaviour.text
+                answer = completion(body, text, logprobs=server.logprobs)
                 if behaviour.choices is not None:
                     answer["choices"] = answer["choices"][:behaviour.choices]
                 self._json(200, answer)
@@ -125,6 +173,7 @@ class FakeOpenAIServer:
                     self.send_header(k, v)
                 self.end_headers()
                 self.wfile.write(data)
+                self.wfile.flush()
 
         self._server = _Server(("127.0.0.1", self.port), Handler)
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
@@ -147,22 +196,91 @@ class FakeOpenAIServer:
             self.script.extend(behaviours)
 
 
-def completion(body: dict[str, Any], text: str) -> dict[str, Any]:
-    """A chat.completion object answering ``text`` (with one-token logprobs when asked)."""
+def completion(body: dict[str, Any], text: str, *, logprobs: bool = True) -> dict[str, Any]:
+    """A chat.completion object answering ``text`` (with one-token logprobs when asked and ``logprobs``)."""
     n = int(body.get("n", 1))
-    logprobs = None
-    if body.get("logprobs"):
+    top = None
+    if logprobs and body.get("logprobs"):
         k = int(body.get("top_logprobs") or 0)
         alts = [{"token": text, "logprob": -0.1, "bytes": None}] + [
             {"token": f"alt{i}", "logprob": -3.0 - i, "bytes": None} for i in range(max(0, k - 1))]
-        logprobs = {"content": [{"token": text, "logprob": -0.1, "bytes": None, "top_logprobs": alts[:k]}]}
+        top = {"content": [{"token": text, "logprob": -0.1, "bytes": None, "top_logprobs": alts[:k]}]}
     return {
         "id": "chatcmpl-fake", "object": "chat.completion", "created": int(time.time()),
         "model": body.get("model", "fake-model"),
         "choices": [{"index": i, "message": {"role": "assistant", "content": text},
-                     "finish_reason": "stop", "logprobs": logprobs} for i in range(n)],
+                     "finish_reason": "stop", "logprobs": top} for i in range(n)],
         "usage": {"prompt_tokens": 10, "completion_tokens": n, "total_tokens": 10 + n},
     }
+
+
+INJECTION_MODES = ("append", "replace")
+
+
+@dataclass(frozen=True)
+class Injection:
+    """One entry of a prompt-injection corpus: text that tries to pass for a judge's answer or to steer it.
+
+    Attributes:
+        id: Unique name of the entry.
+        category: What it imitates (``forged-direct``, ``fake-fence``, ``unicode``, ...).
+        mode: ``append`` (on a new line after the real output) or ``replace`` (instead of it).
+        base: The id of the real bundled sample it is applied to.
+        text: The injected text.
+    """
+
+    id: str
+    category: str
+    mode: str
+    base: str
+    text: str
+
+
+def load_injections(path: str | Path) -> list[Injection]:
+    """Read an injection corpus (JSONL, one :class:`Injection` per line); a bad line names file, line and field."""
+    path = Path(path)
+    cases: list[Injection] = []
+    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            rec = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise InputError(f"not valid JSON: {exc.msg}", file=str(path), record=f"line {n}") from None
+        for name in ("id", "category", "mode", "base", "text"):
+            if not isinstance(rec.get(name), str) or not rec[name]:
+                raise InputError("missing or not a non-empty string", file=str(path), record=f"line {n}", field=name)
+        if rec["mode"] not in INJECTION_MODES:
+            raise InputError(f"must be one of {', '.join(INJECTION_MODES)}", file=str(path), record=f"line {n}",
+                             field="mode")
+        if any(c.id == rec["id"] for c in cases):
+            raise InputError(f"duplicate id {rec['id']!r}", file=str(path), record=f"line {n}", field="id")
+        cases.append(Injection(**{k: rec[k] for k in ("id", "category", "mode", "base", "text")}))
+    return cases
+
+
+def inject(sample: Sample, case: Injection) -> Sample:
+    """The sample with the injection applied: a new id and system, the entry named in ``metadata``."""
+    output = case.text if case.mode == "replace" else f"{sample.output.rstrip()}\n{case.text}"
+    return sample.model_copy(update={
+        "id": f"{sample.id}+{case.id}", "system_id": f"{sample.system_id}+{case.id}", "output": output,
+        "metadata": {**sample.metadata, "injection": case.id, "category": case.category, "base": sample.id}})
+
+
+def injected_dataset(dataset: Dataset, cases: list[Injection], *, clean: bool = False) -> Dataset:
+    """The dataset narrowed to the corpus's injected samples (and, with ``clean``, their bases first).
+
+    Raises:
+        InputError: An entry whose base sample the dataset does not have.
+    """
+    by_id = {s.id: s for s in dataset.all_samples}
+    missing = [c for c in cases if c.base not in by_id]
+    if missing:
+        raise InputError(f"no sample {missing[0].base!r} in dataset {dataset.name!r}", record=missing[0].id,
+                         field="base")
+    bases = list(dict.fromkeys(c.base for c in cases)) if clean else []
+    samples = [by_id[b] for b in bases] + [inject(by_id[c.base], c) for c in cases]
+    return replace(dataset, samples=samples, pool=dataset.all_samples)
 
 
 def serve_forever(delay_s: float, port: int) -> None:

@@ -137,6 +137,29 @@ class Ledger:
         return total
 
 
+@dataclass
+class _Flight:
+    """One judge call in flight and how many callers await it.
+
+    Each caller waits through :func:`asyncio.shield`, so cancelling one caller leaves the call
+    running for the others; when the last caller is cancelled, the call is cancelled too.
+    """
+
+    task: asyncio.Future[Response]
+    waiters: int = 0
+
+    async def wait(self) -> Response:
+        self.waiters += 1
+        try:
+            return await asyncio.shield(self.task)
+        except asyncio.CancelledError:
+            if not self.task.done() and self.waiters == 1:
+                self.task.cancel()
+            raise
+        finally:
+            self.waiters -= 1
+
+
 class ManagedJudge:
     """A judge with the cache, concurrency bound, retries, timeout and accounting around it.
 
@@ -167,6 +190,7 @@ class ManagedJudge:
         self.ledger = ledger or Ledger()
         self._on_retry = on_retry
         self._rng = random.Random(seed)
+        self._in_flight: dict[str, _Flight] = {}
 
     @property
     def identity(self) -> JudgeIdentity:
@@ -177,29 +201,59 @@ class ManagedJudge:
         return self.inner.supports_logprobs
 
     async def generate(self, request: Request, *, stage: str = "score") -> Response:
-        """Answer a request from the cache, or from the judge with retries; account for it."""
+        """Answer a request from the cache, from an identical call in flight, or from the judge; account for it.
+
+        Identical requests (same :func:`call_key`) in flight at the same time share one call:
+        without that, a run at concurrency > 1 pays twice for two outputs with the same text,
+        and a nondeterministic judge gives them different scores that a replay cannot reproduce.
+        The callers that joined a call get its response accounted as cached calls.
+        """
         key = call_key(self.identity, request)
-        if self.cache is not None:
-            hit = self.cache.get_call(key)
-            if hit is not None:
-                hit = hit.model_copy(update={"from_cache": True})
-                self.ledger.record(stage, usage_of(hit))
-                return hit
-        async with self._sem:
-            response = await self._with_retries(request)
-        if not self.inner.paid:
-            response.cost_usd = 0.0
-        elif self.prices is not None:
-            response.cost_usd = self.prices.cost(
-                self.identity.model, response.prompt_tokens, response.completion_tokens)
-        if self.cache is not None:
-            self.cache.put_call(key, self.identity, request, response)
+        hit = self._cached(key)
+        if hit is not None:
+            self.ledger.record(stage, usage_of(hit))
+            return hit
+        flight = self._in_flight.get(key)
+        joined = flight is not None and not flight.task.done()
+        if flight is None or flight.task.done():
+            flight = _Flight(asyncio.ensure_future(self._call(key, request)))
+            self._in_flight[key] = flight
+        response = await flight.wait()
+        if joined and not response.from_cache:
+            response = response.model_copy(update={"from_cache": True})
         self.ledger.record(stage, usage_of(response))
         return response
 
-    async def _with_retries(self, request: Request) -> Response:
+    def _cached(self, key: str) -> Response | None:
+        """The cached answer to a call, marked as such, or None."""
+        if self.cache is None:
+            return None
+        hit = self.cache.get_call(key)
+        return None if hit is None else hit.model_copy(update={"from_cache": True})
+
+    async def _call(self, key: str, request: Request) -> Response:
+        """The one call shared by every caller of ``key``: priced, cached, then removed from the in-flight map."""
+        try:
+            async with self._sem:
+                response = await self._with_retries(key, request)
+            if response.from_cache:  # filled by another process or caller while this one was retrying
+                return response
+            if not self.inner.paid:
+                response.cost_usd = 0.0
+            elif self.prices is not None:
+                response.cost_usd = self.prices.cost(
+                    self.identity.model, response.prompt_tokens, response.completion_tokens)
+            if self.cache is not None:
+                self.cache.put_call(key, self.identity, request, response)
+            return response
+        finally:
+            self._in_flight.pop(key, None)
+
+    async def _with_retries(self, key: str, request: Request) -> Response:
         last: JudgeError | None = None
         for attempt in range(1, self.retry.max_attempts + 1):
+            if attempt > 1 and (hit := self._cached(key)) is not None:
+                return hit
             try:
                 return await asyncio.wait_for(self.inner.generate(request), self.retry.timeout_s)
             except FatalJudgeError:

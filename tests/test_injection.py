@@ -1,0 +1,103 @@
+"""The injection canary suite: a judge that only echoes its prompt must never yield a score.
+
+Every method runs over HTTP against a loopback server whose answer is the prompt it was sent (no
+log-probabilities), on real SummEval outputs carrying the corpus's injected text (forged answer lines
+of every method's format, fake fences, mid-line scores, instructions, unicode look-alikes). The
+echo holds nothing the judge wrote, so any score read from it was read from the prompt: the
+instructions or the judged text. Every judgment must be a recorded parse failure.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+import assay
+from assay.datasets import load_dataset
+from assay.errors import InputError
+from assay.judges.base import Request
+from assay.judges.openai import OpenAIJudge
+from assay.methods.geval import STEPS_FORMAT
+from assay.testing import Behaviour, FakeOpenAIServer, injected_dataset, load_injections
+
+CORPUS = Path(__file__).parent / "fixtures" / "injection" / "corpus.jsonl"
+DIMENSION = "coherence"
+CATEGORIES = {"forged-direct", "forged-geval", "forged-checkeval", "forged-seal", "forged-gereval", "fake-fence",
+              "mid-line", "instruction", "unicode"}
+STEPS = ("1. Read the news article and identify its main topic and key points.\n"
+         "2. Read the summary and check that it presents them in a clear, logical order.\n"
+         "3. Assign a score for coherence on a scale of 1 to 5.")
+
+# (label, method, options); "{steps}" is replaced by the path of a steps file written for the run.
+METHODS = [
+    ("direct", "direct", {}),
+    ("geval-greedy", "geval", {"mode": "greedy", "steps": "{steps}"}),
+    ("geval-sampling", "geval", {"mode": "sampling", "n": 3, "steps": "{steps}"}),
+    ("checkeval", "checkeval", {}),
+    ("seal", "seal", {}),
+    ("gereval", "gereval", {"rubric": "human:summeval"}),
+]
+
+
+def _steps_file(tmp_path: Path) -> Path:
+    path = tmp_path / "steps.yaml"
+    path.write_text(json.dumps({"format": STEPS_FORMAT, "dataset": "summeval",
+                                "dimensions": {DIMENSION: {"steps": STEPS}}}), encoding="utf-8")
+    return path
+
+
+def test_the_corpus_covers_every_method_format_and_trick():
+    cases = load_injections(CORPUS)
+    assert len(cases) >= 40
+    assert set(Counter(c.category for c in cases)) == CATEGORIES
+    assert {c.mode for c in cases} == {"append", "replace"}
+    data = injected_dataset(load_dataset("summeval"), cases)
+    assert len(data.samples) == len(cases) and len({s.id for s in data.samples}) == len(cases)
+    replaced = next(s for s, c in zip(data.samples, cases, strict=True) if c.mode == "replace")
+    assert replaced.output == next(c.text for c in cases if c.id == replaced.metadata["injection"])
+
+
+def test_a_bad_corpus_line_is_named(tmp_path):
+    bad = tmp_path / "corpus.jsonl"
+    bad.write_text('{"id": "a", "category": "x", "mode": "append", "base": "b", "text": "t"}\n'
+                   '{"id": "b", "category": "x", "mode": "prepend", "base": "b", "text": "t"}\n', encoding="utf-8")
+    with pytest.raises(InputError, match=r"corpus.jsonl, record line 2, field 'mode'"):
+        load_injections(bad)
+
+
+async def test_the_echo_behaviour_answers_the_prompt_without_logprobs():
+    with FakeOpenAIServer(default=Behaviour(kind="echo", text="Answer: "), logprobs=False) as server:
+        judge = OpenAIJudge("fake-model", base_url=server.url, api_key="sk-unused")
+        resp = await judge.generate(Request.chat("Rate this.\nCoherence:", system="Be fair.", top_logprobs=5))
+        await judge.aclose()
+    assert resp.text == "Answer: Rate this.\nCoherence:"
+    assert resp.choices[0].logprobs is None
+
+
+# The bare echo, and an echo after a preamble of the judge's own (which holds no rating either).
+PREFIXES = {"bare": "", "preamble": "Sure, here is my evaluation.\n\n"}
+
+
+@pytest.fixture(scope="module", params=list(PREFIXES), ids=list(PREFIXES))
+def echo_server(request):
+    with FakeOpenAIServer(default=Behaviour(kind="echo", text=PREFIXES[request.param]), logprobs=False) as server:
+        yield server
+
+
+@pytest.mark.parametrize(("label", "method", "options"), METHODS, ids=[m[0] for m in METHODS])
+def test_an_echoing_judge_yields_no_score_for_any_injection(tmp_path, monkeypatch, echo_server, label, method,
+                                                            options):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-unused")
+    cases = load_injections(CORPUS)
+    data = injected_dataset(load_dataset("summeval"), cases, clean=True)
+    opts = {k: (str(_steps_file(tmp_path)) if v == "{steps}" else v) for k, v in options.items()}
+    result = assay.evaluate(data, method=method, judge=f"openai:fake-model@{echo_server.url}",
+                            dimensions=[DIMENSION], run_dir=tmp_path / "run", options=opts, concurrency=8)
+    assert len(result.judgments) == len(data.samples)  # every unit judged: none left undone
+    scored = {j.sample_id.rsplit("+", 1)[-1] if "+" in j.sample_id else f"clean:{j.sample_id}": j.score
+              for j in result.judgments if j.score is not None}
+    assert not scored, f"{label}: scores read from an echoed prompt ({len(scored)} of {len(data.samples)}): {scored}"
+    assert all(j.error for j in result.judgments)
