@@ -39,6 +39,7 @@ from assay.judges.middleware import ManagedJudge
 from assay.methods.base import Method, MethodOptions, RunContext, StageUsage, content_hash
 from assay.methods.geval_paper import PaperPrompt, build_paper_prompt, paper_dimension, paper_prompt
 from assay.methods.geval_scoring import Estimate, greedy_estimate, logprob_estimate, sampling_estimate
+from assay.methods.presets import apply_preset
 from assay.parsing import parse_rating
 from assay.prompts import sample_blocks
 from assay.types import Dimension, Judgment, Sample
@@ -56,34 +57,6 @@ PRESETS: dict[str, dict[str, Any]] = {
     "paper": {"criteria": "paper", "mode": "sampling", "n": 20, "temperature": 1.0, "top_p": 1.0},
 }
 
-
-def apply_preset(values: Any, presets: dict[str, dict[str, Any]], method: str) -> Any:
-    """Fill in a preset's options; an option given with another value than the preset's is an error.
-
-    Refusing the conflict (rather than letting either win) keeps ``preset: paper`` in a manifest
-    meaning exactly the paper's settings.
-    """
-    if not isinstance(values, dict) or values.get("preset") is None:
-        return values
-    name = values["preset"]
-    if name not in presets:
-        raise ValueError(f"unknown {method} preset {name!r} (known: {', '.join(presets)})")
-    out = dict(values)
-    for key, value in presets[name].items():
-        given = out.get(key)
-        same = str(given) == str(value) or (_number(given) is not None and _number(given) == _number(value))
-        if given is not None and not same:
-            raise ValueError(f"preset {name!r} sets {key}={value}; drop --{key.replace('_', '-')} {given} "
-                             "or the preset")
-        out[key] = value
-    return out
-
-
-def _number(value: Any) -> float | None:
-    try:
-        return float(value)
-    except (TypeError, ValueError):
-        return None
 
 
 class GEvalOptions(MethodOptions):
