@@ -11,7 +11,7 @@ import yaml
 
 import assay
 from assay.datasets import Dataset
-from assay.errors import ConfigError
+from assay.errors import ConfigError, InputError
 from assay.judges.scripted import ScriptedJudge
 from assay.methods.geval import GEvalOptions
 from assay.methods.geval_paper import build_paper_prompt, paper_prompt, released_steps
@@ -130,3 +130,10 @@ def test_preset_conflicts_and_unusable_combinations_are_refused() -> None:
     with pytest.raises(ConfigError, match="has no prompt for 'fluency'"):
         paper_prompt("topical-chat", "fluency")
     assert GEvalOptions().criteria == "assay" and GEvalOptions().preset is None  # assay's own stay the default
+
+
+def test_a_sample_without_a_text_the_prompt_shows_is_an_input_error(topical_chat: Dataset) -> None:
+    no_fact = topical_chat.samples[0].model_copy(update={"context": None})
+    with pytest.raises(InputError, match="field 'context'") as err:
+        build_paper_prompt(no_fact, topical_chat.info, paper_prompt("topical-chat", "groundedness"), ["Groundedness"])
+    assert no_fact.id in str(err.value)
