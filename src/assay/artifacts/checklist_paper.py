@@ -25,10 +25,17 @@ from typing import Any
 
 import yaml
 
-from assay.artifacts.checklist import Checklist, ChecklistDimension, Question, SubDimension, normalise_question
+from assay.artifacts.checklist import (
+    Checklist,
+    ChecklistDimension,
+    Origin,
+    Question,
+    SubDimension,
+    normalise_question,
+)
 
 PAPER_DIR = "checklists/paper"
-GROWN_STAGES = ("diversification", "elaboration")
+GROWN_STAGES: tuple[Origin, ...] = ("diversification", "elaboration")
 SOURCE = ("CheckEval (Lee et al. 2025): the authors' released question pools, github.com/yukyunglee/CheckEval "
           "commit 610c7e0, prompt/{folder}/ (MIT; files and sha256 in assay/artifacts/checklists/paper/"
           "provenance.yaml). Pre-filter: seed + diversification + elaboration, all kept; the paper's filtered "
@@ -76,10 +83,11 @@ def released_file(pool: PaperPool, dimension: str, stage: str) -> dict[str, Any]
     return data
 
 
-def _grown(seeds: list[Question], released: list[str], stage: str, prefix: str) -> list[Question]:
+def _grown(seeds: list[Question], released: list[str], stage: Origin, prefix: str) -> list[Question]:
     """The new questions of one stage's sub-dimension, each linked to the nearest seed before it."""
     by_key = {_key(q.text): q for q in seeds}
-    current, out = seeds[0], []
+    current = seeds[0]
+    out: list[Question] = []
     for text in released:
         seed = by_key.get(_key(text))
         if seed is not None:
