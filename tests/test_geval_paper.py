@@ -137,3 +137,13 @@ def test_a_sample_without_a_text_the_prompt_shows_is_an_input_error(topical_chat
     with pytest.raises(InputError, match="field 'context'") as err:
         build_paper_prompt(no_fact, topical_chat.info, paper_prompt("topical-chat", "groundedness"), ["Groundedness"])
     assert no_fact.id in str(err.value)
+
+
+def test_a_run_with_such_a_sample_stops_before_any_call(topical_chat: Dataset, tmp_path: Path) -> None:
+    ds = topical_chat.select(limit=2)
+    ds.samples[1] = ds.samples[1].model_copy(update={"context": " "})
+    judge = ScriptedJudge(lambda r: "1")
+    with pytest.raises(InputError, match=f"record {ds.samples[1].id}, field 'context'"):
+        assay.evaluate(ds, method="geval", judge=judge, run_dir=tmp_path / "r", dimensions=["groundedness"],
+                       options={"criteria": "paper", "mode": "greedy"})
+    assert judge.requests == []

@@ -37,7 +37,13 @@ from assay.errors import ConfigError
 from assay.judges.base import Request, Response
 from assay.judges.middleware import ManagedJudge
 from assay.methods.base import Method, MethodOptions, RunContext, StageUsage, content_hash
-from assay.methods.geval_paper import PaperPrompt, build_paper_prompt, paper_dimension, paper_prompt
+from assay.methods.geval_paper import (
+    PaperPrompt,
+    build_paper_prompt,
+    check_samples,
+    paper_dimension,
+    paper_prompt,
+)
 from assay.methods.geval_scoring import Estimate, greedy_estimate, logprob_estimate, sampling_estimate
 from assay.methods.presets import apply_preset
 from assay.parsing import parse_rating
@@ -492,6 +498,7 @@ class GEval(Method):
     def _paper_plan(self, dimension: Dimension, ctx: RunContext) -> DimensionPlan:
         """The released prompt of the dimension: its own steps (no steps call) and its own scale."""
         pp = paper_prompt(ctx.dataset.name, dimension.name)
+        check_samples(ctx.dataset.samples, ctx.dataset.info, pp)
         record: dict[str, Any] = {
             "criteria_source": pp.source, "criteria_sha256": pp.digest(), "file_sha256": pp.file_sha256,
             "steps_source": "paper" if pp.steps else "none (the released prompt has none)",

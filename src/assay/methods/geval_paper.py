@@ -118,6 +118,29 @@ def paper_dimension(dimension: Dimension, prompt: PaperPrompt) -> Dimension:
     return dimension.model_copy(update={"scale": prompt.scale})
 
 
+def _texts(sample: Sample, info: DatasetInfo) -> dict[str, tuple[str, str | None, str]]:
+    """Placeholder -> (sample field, its text, the block's name)."""
+    return {"Document": ("source", sample.source, info.input_name),
+            "Summary": ("output", sample.output, info.output_name),
+            "Response": ("output", sample.output, info.output_name),
+            "Fact": ("context", sample.context, info.context_name or "fact")}
+
+
+def check_samples(samples: list[Sample], info: DatasetInfo, prompt: PaperPrompt) -> None:
+    """Refuse, before any call, samples that lack a text the prompt shows.
+
+    Raises:
+        InputError: Names the dataset, the first such sample and its empty field.
+    """
+    shown = set(_PLACEHOLDER.findall(prompt.template))
+    for sample in samples:
+        for placeholder in shown:
+            field, text, name = _texts(sample, info)[placeholder]
+            if not text or not text.strip():
+                raise InputError(f"the released G-Eval prompt for {prompt.dimension} shows the {name}, and this "
+                                 "sample has none", file=info.name, record=sample.id, field=field)
+
+
 def build_paper_prompt(sample: Sample, info: DatasetInfo, prompt: PaperPrompt, labels: list[str]) -> str:
     """The released prompt with each placeholder replaced by the fenced, neutralised text it stands for.
 
@@ -127,16 +150,11 @@ def build_paper_prompt(sample: Sample, info: DatasetInfo, prompt: PaperPrompt, l
     Raises:
         InputError: The sample lacks a text the prompt shows (names the sample and field).
     """
-    texts = {"Document": ("source", sample.source, info.input_name),
-             "Summary": ("output", sample.output, info.output_name),
-             "Response": ("output", sample.output, info.output_name),
-             "Fact": ("context", sample.context, info.context_name or "fact")}
+    check_samples([sample], info, prompt)
+    texts = _texts(sample, info)
 
     def fill(m: re.Match[str]) -> str:
-        field, text, name = texts[m.group(1)]
-        if not text or not text.strip():
-            raise InputError(f"the released G-Eval prompt for {prompt.dimension} shows the {name}, "
-                             "and this sample has none", file=info.name, record=sample.id, field=field)
-        return fence(text, name, labels)
+        _, text, name = texts[m.group(1)]
+        return fence(text or "", name, labels)
 
     return _PLACEHOLDER.sub(fill, prompt.template).rstrip()
