@@ -45,7 +45,7 @@ def test_diversification_prompt_has_figure_4_parts(coherence):
 
 def test_elaboration_prompt_is_about_one_sub_dimension(coherence):
     p = elaboration_prompt(INFO, coherence, "Continuity")
-    assert "'Continuity'" in p and "3 to 10" in p
+    assert "'Continuity'" in p and "into 4 narrower sub-questions" in p  # the released pools' count per seed
     assert "1-1. Does the response stay consistent" in p and "1-2. Does the response integrate" in p
     assert "Logical Flow" not in p and "directly relevant" not in p
     assert all(q in p for q in EXAMPLE_QUESTIONS)

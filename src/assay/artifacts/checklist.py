@@ -310,19 +310,25 @@ def shipped_dir() -> Path:
 
 
 def shipped_checklists() -> list[str]:
-    """Names of the checklists shipped with assay."""
-    return sorted(p.stem for p in shipped_dir().glob("*.yaml"))
+    """Names of the checklists shipped with assay: assay's YAML files and the papers' released pools."""
+    from assay.artifacts.checklist_paper import PAPER_POOLS
+
+    return sorted([p.stem for p in shipped_dir().glob("*.yaml")] + list(PAPER_POOLS))
 
 
 def checklist_path(spec: str) -> Path:
-    """The file behind a checklist name or path.
+    """The file behind a checklist name or path (for a paper pool, the folder of its released files).
 
     Raises:
         ConfigError: Neither an existing file nor a shipped name.
     """
+    from assay.artifacts.checklist_paper import PAPER_DIR, PAPER_POOLS
+
     path = Path(spec).expanduser()
     if path.is_file():
         return path
+    if spec in PAPER_POOLS:
+        return Path(str(resources.files("assay.artifacts") / PAPER_DIR / PAPER_POOLS[spec].folder))
     if spec in shipped_checklists():
         return shipped_dir() / f"{spec}.yaml"
     if spec.endswith((".yaml", ".yml")) or "/" in spec:
@@ -331,7 +337,12 @@ def checklist_path(spec: str) -> Path:
 
 
 def load_checklist(spec: str) -> Checklist:
-    """Load a checklist by shipped name (``summeval``, ``topical-chat``, ``qags``) or file path."""
+    """Load a checklist by shipped name (``summeval``, ``topical-chat``, ``qags``, the released pools
+    ``summeval-paper`` and ``topical-chat-paper``) or file path."""
+    from assay.artifacts.checklist_paper import PAPER_POOLS, paper_checklist
+
+    if spec in PAPER_POOLS and not Path(spec).expanduser().is_file():
+        return paper_checklist(spec)
     path = checklist_path(spec)
     return parse_checklist(path.read_text(encoding="utf-8"), str(path))
 

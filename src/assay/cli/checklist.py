@@ -120,6 +120,10 @@ def build(
     max_tokens: Annotated[int, typer.Option(help="Room for one augmentation answer")] = 400,
     max_attempts: Annotated[int, typer.Option(help="Calls per step before giving up on malformed answers")] = 3,
     cache_dir: Annotated[Path | None, typer.Option(help="Keep judge calls here; a rebuild reuses them")] = None,
+    diversification_per_seed: Annotated[int | None, typer.Option(
+        help="New questions per seed in diversification; default: as the authors' released pools hold (2)")] = None,
+    elaboration_per_seed: Annotated[int | None, typer.Option(
+        help="Sub-questions per seed in elaboration; default: as the authors' released pools hold (4)")] = None,
 ) -> None:
     """Grow a seed checklist with CheckEval's augmentation and filtering, and write it as YAML."""
     import asyncio
@@ -133,8 +137,10 @@ def build(
     console, out = _consoles()
     ds = load_dataset(dataset)
     seed_cl = load_checklist(seeds or default_checklist(ds.name))
+    counts = {k: v for k, v in (("diversification_per_seed", diversification_per_seed),
+                                ("elaboration_per_seed", elaboration_per_seed)) if v is not None}
     settings = BuildSettings(style=style, filter=not no_filter, temperature=temperature,  # type: ignore[arg-type]
-                             max_tokens=max_tokens, max_attempts=max_attempts)
+                             max_tokens=max_tokens, max_attempts=max_attempts, **counts)
 
     async def go() -> Checklist:
         store = None

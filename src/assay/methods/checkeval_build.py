@@ -63,6 +63,13 @@ def copied_example_words(question: str, own_text: str) -> list[str]:
     return sorted((_words(question) & EXAMPLE_WORDS) - _words(own_text))
 
 
+# New questions per seed question in the CheckEval authors' released pools (summeval-paper and
+# topical-chat-paper together; tests/test_checkeval_paper.py measures them): diversification 66 for 33
+# seeds (2.0; SummEval 35/15, Topical-Chat 31/18), elaboration 130 for 33 seeds (3.9; SummEval 72/15,
+# Topical-Chat 58/18). The augmentation prompts ask for this many per seed unless set otherwise.
+PAPER_PER_SEED = {"diversification": 2, "elaboration": 4}
+
+
 class BuildSettings(BaseModel):
     """How a checklist is built; recorded in the output file.
 
@@ -76,6 +83,10 @@ class BuildSettings(BaseModel):
         max_tokens: Room for one augmentation answer.
         filter_max_tokens: Room for the filter's JSON; default 40 tokens per pool question + 80.
         max_attempts: Calls per step before a malformed answer is given up on (recorded).
+        diversification_per_seed: New questions asked for per seed question in diversification;
+            default: as many as the authors' released pools hold per seed (``PAPER_PER_SEED``).
+        elaboration_per_seed: Sub-questions asked for per seed question in elaboration; default: as
+            the released pools hold.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -87,6 +98,8 @@ class BuildSettings(BaseModel):
     max_tokens: int = Field(default=400, ge=16)
     filter_max_tokens: int | None = Field(default=None, ge=16)
     max_attempts: int = Field(default=3, ge=1, le=10)
+    diversification_per_seed: int = Field(default=PAPER_PER_SEED["diversification"], ge=1, le=20)
+    elaboration_per_seed: int = Field(default=PAPER_PER_SEED["elaboration"], ge=1, le=20)
 
 
 # -- prompts (pure) ---------------------------------------------------------------------------------
@@ -125,8 +138,16 @@ _CONSTRAINTS = (
     "- Each question checks one thing only, about one dimension.\n")
 
 
-def diversification_prompt(info: DatasetInfo, dim: ChecklistDimension) -> str:
-    """Figure 4's structure: benchmark, dimension, sub-dimensions with seeds, conditions, constraints, format."""
+def _count(n: int, what: str) -> str:
+    return f"{n} {what}" + ("" if n == 1 else "s")
+
+
+def diversification_prompt(info: DatasetInfo, dim: ChecklistDimension,
+                           per_seed: int = PAPER_PER_SEED["diversification"]) -> str:
+    """Figure 4's structure: benchmark, dimension, sub-dimensions with seeds, conditions, constraints, format.
+
+    ``per_seed``: how many new questions to write per seed (default: as the released pools hold).
+    """
     layout = seed_layout(dim)
     return (
         "# Task overview\n"
@@ -146,12 +167,18 @@ def diversification_prompt(info: DatasetInfo, dim: ChecklistDimension) -> str:
         "# Constraints\n" + _CONSTRAINTS.format(output=info.output_name) + "\n"
         "# Format\n"
         "Number each new question after the seed question it starts from: for seed 1-1 write 1-1-1, 1-1-2, "
-        "and so on. One question per line, ending with '?'. Write 1 to 3 new questions per seed and nothing else.\n"
+        "and so on. One question per line, ending with '?'. "
+        f"Write {_count(per_seed, 'new question')} per seed and nothing else.\n"
         "1-1-1. <new question>\n1-1-2. <new question>\n2-1-1. <new question>\n")
 
 
-def elaboration_prompt(info: DatasetInfo, dim: ChecklistDimension, sub_name: str) -> str:
-    """Figure 5's structure for one sub-dimension: overview, task, constraints, conditions, format, example."""
+def elaboration_prompt(info: DatasetInfo, dim: ChecklistDimension, sub_name: str,
+                       per_seed: int = PAPER_PER_SEED["elaboration"]) -> str:
+    """Figure 5's structure for one sub-dimension: overview, task, constraints, conditions, format, example.
+
+    ``per_seed``: how many sub-questions to write per seed (default: as the released pools hold;
+    figure 5 says 3 to 10).
+    """
     layout = seed_layout(dim, only=sub_name)
     if not layout:
         raise ConfigError(f"sub-dimension {sub_name!r} of {dim.name!r} has no seed question")
@@ -162,7 +189,8 @@ def elaboration_prompt(info: DatasetInfo, dim: ChecklistDimension, sub_name: str
         f"{info.output_name}. {dim.name.capitalize()} means: {dim.definition} The questions are centred on "
         f"the sub-dimension '{sub.name}'" + (f": {sub.definition}" if sub.definition else ".") + "\n\n"
         "# Task\n"
-        f"Break each seed question below into 3 to 10 narrower sub-questions about {dim.name}: each one "
+        f"Break each seed question below into {_count(per_seed, 'narrower sub-question')} about {dim.name}: "
+        "each one "
         "checks one specific part of what its seed question asks.\n"
         f"Benchmark:\n{benchmark_block(info)}\n\n"
         "# Constraints\n" + _CONSTRAINTS.format(output=info.output_name) + "\n"
@@ -483,11 +511,13 @@ class Builder:
                                  augmentation_2024_prompt(self.info, dim, sub, seed), mt)
                     elab += await self.run(step, parser(layout)) or []
             return [], elab
-        div = await self.run(_Step("diversification", dim.name, None, diversification_prompt(self.info, dim), mt),
+        div = await self.run(_Step("diversification", dim.name, None, diversification_prompt(
+            self.info, dim, self.settings.diversification_per_seed), mt),
                              parser(seed_layout(dim))) or []
         elab = []
         for _, sub, _seeds in seed_layout(dim):
-            step = _Step("elaboration", dim.name, sub.name, elaboration_prompt(self.info, dim, sub.name), mt)
+            step = _Step("elaboration", dim.name, sub.name, elaboration_prompt(
+                self.info, dim, sub.name, self.settings.elaboration_per_seed), mt)
             elab += await self.run(step, parser(seed_layout(dim, only=sub.name))) or []
         return div, elab
 

@@ -37,7 +37,15 @@ from assay.errors import ConfigError
 from assay.judges.base import Request, Response
 from assay.judges.middleware import ManagedJudge
 from assay.methods.base import Method, MethodOptions, RunContext, StageUsage, content_hash
+from assay.methods.geval_paper import (
+    PaperPrompt,
+    build_paper_prompt,
+    check_samples,
+    paper_dimension,
+    paper_prompt,
+)
 from assay.methods.geval_scoring import Estimate, greedy_estimate, logprob_estimate, sampling_estimate
+from assay.methods.presets import apply_preset
 from assay.parsing import parse_rating
 from assay.prompts import sample_blocks
 from assay.types import Dimension, Judgment, Sample
@@ -49,6 +57,13 @@ MAX_STEPS = 10
 TOP_UP_ROUNDS = 3  # rounds of requests asking again for sampled answers a server left out (it capped n)
 
 Mode = Literal["logprobs", "sampling", "greedy"]
+
+# Named sets of options: ``paper`` is G-Eval's GPT-4 setting (section 3.1: n=20, temperature 1, top_p 1)
+# on the released prompts.
+PRESETS: dict[str, dict[str, Any]] = {
+    "paper": {"criteria": "paper", "mode": "sampling", "n": 20, "temperature": 1.0, "top_p": 1.0},
+}
+
 
 
 class GEvalOptions(MethodOptions):
@@ -72,6 +87,10 @@ class GEvalOptions(MethodOptions):
         steps_max_tokens: Room for the judge to write its evaluation steps.
         strict_ratings: A fractional rating on an integer scale is a parse failure (default: read as
             given and flagged ``fractional`` in the trace).
+        criteria: ``assay`` (assay's own wording, generated steps) or ``paper``: the released G-Eval
+            prompts as they are, with their steps, scales and texts shown (SummEval, Topical-Chat).
+        preset: ``paper``: the released prompts and the paper's sampling (n=20, temperature 1,
+            top_p 1); an option given with another value than the preset's is an error.
     """
 
     mode: Mode | None = None
@@ -84,11 +103,21 @@ class GEvalOptions(MethodOptions):
     max_tokens: int = Field(default=8, ge=1)
     steps_max_tokens: int = Field(default=256, ge=16)
     strict_ratings: bool = False
+    criteria: Literal["assay", "paper"] = "assay"
+    preset: Literal["paper"] | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _preset(cls, values: Any) -> Any:
+        return apply_preset(values, PRESETS, "geval")
 
     @model_validator(mode="after")
     def _coherent(self) -> GEvalOptions:
         if self.no_cot and self.steps:
             raise ValueError("no_cot and steps exclude each other: --no-cot scores without any steps")
+        if self.criteria == "paper" and (self.no_cot or self.steps):
+            raise ValueError("--criteria paper uses the released prompts with their own steps: "
+                             "--no-cot and --steps do not apply")
         return self
 
 
@@ -389,11 +418,16 @@ def read_answer(response: Response, mode: Mode, dimension: Dimension, *, prompt:
 
 @dataclass(frozen=True)
 class DimensionPlan:
-    """What a dimension is scored with: its criteria, its steps (or None) and their provenance."""
+    """What a dimension is scored with: its criteria, its steps (or None) and their provenance.
+
+    With ``criteria: paper``, ``paper`` holds the released prompt (its steps are ``steps``) and
+    ``criteria`` only names its source and hash.
+    """
 
     criteria: Criteria
     steps: str | None
     record: dict[str, Any]
+    paper: PaperPrompt | None = None
 
     @property
     def steps_sha256(self) -> str | None:
@@ -453,6 +487,8 @@ class GEval(Method):
                     entries: dict[str, dict[str, Any]] | None) -> DimensionPlan:
         """One dimension's criteria and steps, with the manifest record of where the steps came from."""
         info = ctx.dataset.info
+        if self.options.criteria == "paper":
+            return self._paper_plan(dimension, ctx)
         criteria = task_criteria(info, dimension)
         record: dict[str, Any] = {"criteria_source": criteria.source, "criteria_sha256": criteria.digest()}
         if self.options.no_cot:
@@ -482,6 +518,22 @@ class GEval(Method):
                    "artifact_sha256": artifact_sha, "edited": bool(entry.get("edited", False)),
                    "written_by": written_by.get("model") if isinstance(written_by, dict) else written_by}
         return DimensionPlan(criteria, entry["steps"], record)
+
+    def _paper_plan(self, dimension: Dimension, ctx: RunContext) -> DimensionPlan:
+        """The released prompt of the dimension: its own steps (no steps call) and its own scale."""
+        pp = paper_prompt(ctx.dataset.name, dimension.name)
+        check_samples(ctx.dataset.samples, ctx.dataset.info, pp)
+        record: dict[str, Any] = {
+            "criteria_source": pp.source, "criteria_sha256": pp.digest(), "file_sha256": pp.file_sha256,
+            "steps_source": "paper" if pp.steps else "none (the released prompt has none)",
+            "steps_sha256": content_hash(pp.steps) if pp.steps else None,
+            "scale": pp.scale.label(), "dataset_scale": dimension.scale.label()}
+        if pp.scale != dimension.scale:
+            ctx.note("scale", f"geval --criteria paper: {dimension.name} is rated on the released prompt's "
+                              f"{pp.scale.label()} scale (the dataset's is {dimension.scale.label()}); its scores "
+                              f"are on {pp.scale.label()}")
+        criteria = Criteria("", pp.template, pp.source)
+        return DimensionPlan(criteria, pp.steps, record, paper=pp)
 
     async def _ensure(self, dimension: Dimension, ctx: RunContext) -> DimensionPlan:
         """The dimension's plan; prepares on first use when a caller skipped :meth:`prepare`."""
@@ -526,14 +578,19 @@ class GEval(Method):
     async def score(self, sample: Sample, dimension: Dimension, ctx: RunContext) -> Judgment:
         plan = await self._ensure(dimension, ctx)
         assert self.mode is not None
-        prompt = build_prompt(sample, dimension, ctx.dataset.info, plan.criteria, plan.steps)
+        if plan.paper is not None:
+            rated = paper_dimension(dimension, plan.paper)
+            prompt = build_paper_prompt(sample, ctx.dataset.info, plan.paper, [form_label(dimension), dimension.name])
+        else:
+            rated = dimension
+            prompt = build_prompt(sample, dimension, ctx.dataset.info, plan.criteria, plan.steps)
         usage = StageUsage()
         request = score_request(prompt, self.mode, self.options, self.top_logprobs)
         response = usage.add("score", await ctx.judge.generate(request, stage="score"))
         sampled: dict[str, Any] = {}
         if self.mode == "sampling" and len(response.choices) < request.n:
             response, sampled = await self._top_up(request, response, ctx, usage)
-        estimate, read = read_answer(response, self.mode, dimension, prompt=prompt,
+        estimate, read = read_answer(response, self.mode, rated, prompt=prompt,
                                      strict=self.options.strict_ratings)
         trace: dict[str, Any] = {
             "mode": self.mode, "steps_sha256": plan.steps_sha256, "criteria_source": plan.criteria.source,
@@ -541,6 +598,8 @@ class GEval(Method):
             "distribution": {str(k): round(v, 6) for k, v in estimate.distribution.items()}, **read, **sampled}
         if self.fallback:
             trace |= {"mode_requested": self.options.mode, "fallback": self.fallback}
+        if plan.paper is not None:
+            trace["scale"] = rated.scale.label()
         if plan.record.get("fallback"):
             trace["steps_fallback"] = plan.record["fallback"]
         return self.judgment(sample, dimension, ctx, score=estimate.score, trace=trace, usage=usage.by_stage,
