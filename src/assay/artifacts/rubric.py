@@ -332,7 +332,7 @@ def human_instruction(name: str, scale: NumericScale | CategoricalScale, input_n
     """The scoring instruction given with a human rubric item (the datasets ship definitions only)."""
     if isinstance(scale, CategoricalScale) and scale.anchors:  # a label is a degree, not a verdict
         return (f"Read the {input_name} and the {output_name}. Judge the {output_name}'s {name.replace('_', ' ')} "
-                f"as defined above, then give one label: {scale.describe()}.")
+                f"as defined above, then answer with {scale.describe()}.")
     return (f"Read the {input_name} and the {output_name}. Decide how well the {output_name} meets the "
             f"definition of {name.replace('_', ' ')} above, then give one rating: {scale.describe()}.")
 
