@@ -3,6 +3,7 @@ and a reference identical to the source (QAGS) never treated as a reference."""
 
 from __future__ import annotations
 
+import dataclasses
 import html
 import json
 import re
@@ -192,3 +193,20 @@ def test_cli_preset_flag():
     settings = Seal(flags_to_options(["--decomposition", "joint"], SealOptions, "seal")).settings()
     assert (settings["preset"], settings["sentence_splitter"], settings["decomposition"]) == \
         ("assay", "pysbd", "joint")
+
+
+def test_a_distinct_qags_reference_is_used():
+    ds = assay.load_dataset("qags-xsum").select(limit=1)
+    ref = "Armed men robbed a security van in Glasgow city centre."
+    ds = dataclasses.replace(ds, samples=[ds.samples[0].model_copy(update={"reference": ref})])
+    judge = ScriptedJudge(example_of)
+    res = assay.evaluate(ds, method="seal", judge=judge)
+    prompt = judge.requests[0].messages[0].content
+    assert res.judgments[0].trace["reference"] == "distinct" and fenced(prompt, "REFERENCE SUMMARY") == ref
+    assert not any(n["kind"] == "input" for n in res.notes)
+    judge = paper_judge()
+    j = assay.evaluate(ds, method="seal", judge=judge, options={
+        "preset": "paper", "recipe": ["consistency=summary-relevance-facts"], "threshold_facts": 1}).judgments[0]
+    facts_prompt = next(r.messages[0].content for r in judge.requests if r.messages[0].content.startswith(FACTS_START))
+    assert fenced(facts_prompt, "REFERENCE TEXT") == ref and NO_REFERENCE not in facts_prompt
+    assert j.trace["stage1"]["reference_facts"]["items"] == [{"id": "r1", "text": ref}]
