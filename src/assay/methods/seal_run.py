@@ -280,8 +280,8 @@ class SealRun:
         for role in self.recipe.evidence:
             found = self.evidence_text(role)
             if found is None:
-                why = "identical to the source" if reference_status(self.sample) == "identical to the source" \
-                    else "none in this sample"
+                status = reference_status(self.sample) if role == "reference" else "none"
+                why = "identical to the source" if status == "identical to the source" else "none in this sample"
                 self.trace.setdefault("evidence_notes", []).append(f"no distinct {role} text ({why}): "
                                                                    "its facts left out")
                 continue
