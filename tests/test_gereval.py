@@ -14,6 +14,7 @@ from assay.artifacts.rubric import (
     NumericScale,
     Provenance,
     Rubric,
+    human_entry,
     human_rubric,
     load_rubric,
     save_rubric,
@@ -136,7 +137,8 @@ def test_human_rubric_mirrors_the_dataset_dimensions():
     for c in rubric.criteria:
         d = info.dimension(c.name)
         assert (c.scale.low, c.scale.high) == (d.scale.low, d.scale.high)
-        assert c.description == d.definition and c.instruction
+        assert c.description.startswith(d.definition) and c.instruction
+    assert rubric.criterion("engagingness").description.endswith("(annotation items: Interesting)")  # USR's item
     assert rubric.provenance.source == "human" and rubric.label == "human:topical-chat"
     with pytest.raises(ConfigError):
         human_rubric("nope")
@@ -145,10 +147,20 @@ def test_human_rubric_mirrors_the_dataset_dimensions():
 @pytest.mark.parametrize("info", assay.datasets.list_datasets(), ids=lambda i: i.name)
 def test_every_bundled_dataset_has_a_human_rubric_file(info, tmp_path):
     rubric = human_rubric(info.name)
-    rated = [d for d in info.dimensions if d.name != "overall"]
+    shipped = human_entry(info.name)
+    assert shipped, f"no human rubric entry shipped for {info.name}"
+    left_out = shipped.get("left_out", {})
+    rated = [d for d in info.dimensions if d.name != "overall" and d.name not in left_out]
     assert rubric.criteria and [c.name for c in rubric.criteria] == [d.name for d in rated]
     for c, d in zip(rubric.criteria, rated, strict=True):
-        assert c.dimension().scale == d.scale and c.description == d.definition and c.instruction
+        item = shipped["criteria"][d.name]  # every rated dimension is described, with its annotation items
+        assert c.description.startswith(" ".join(item.get("description", d.definition).split())) and c.instruction
+        assert c.description.endswith(f"(annotation items: {', '.join(item['items'])})")
+        if "labels" in item:  # categorical labels as the data gives them (HelpSteer2's 0-4)
+            assert c.scale.labels == tuple(item["labels"]) and len(item["labels"]) == d.scale.high - d.scale.low + 1
+        else:
+            assert c.dimension().scale == d.scale
+    assert all(f"{name} left out: " in " ".join(rubric.provenance.notes) for name in left_out)
     assert load_rubric(save_rubric(rubric, tmp_path / "h.json")) == rubric  # same file format as generated ones
 
 

@@ -29,7 +29,15 @@ from importlib import resources
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
 
 from assay.errors import ConfigError, InputError
 from assay.types import Dimension, Scale
@@ -78,12 +86,25 @@ class NumericScale(BaseModel):
 
 
 class CategoricalScale(BaseModel):
-    """Ordered labels, worst first; applied as the numbers 1..n."""
+    """Ordered labels, worst first (or as ``anchors`` says); applied as the numbers 1..n.
+
+    ``anchors`` says what the labels mean when "worst to best" does not (HelpSteer2's verbosity runs from
+    succinct to verbose); it is left out of the file and the hash when empty, so rubrics written before
+    it existed keep their hash.
+    """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     kind: Literal["categorical"] = "categorical"
     labels: tuple[str, ...]
+    anchors: str = ""
+
+    @model_serializer(mode="wrap")
+    def _drop_empty_anchors(self, handler: Any) -> dict[str, Any]:
+        out: dict[str, Any] = handler(self)
+        if not out.get("anchors"):
+            out.pop("anchors", None)
+        return out
 
     @field_validator("labels")
     @classmethod
@@ -117,7 +138,8 @@ class CategoricalScale(BaseModel):
         return " < ".join(self.labels)
 
     def describe(self) -> str:
-        return "one of the labels " + ", ".join(f'"{x}"' for x in self.labels) + " (from worst to best)"
+        order = self.anchors or "from worst to best"
+        return "one of the labels " + ", ".join(f'"{x}"' for x in self.labels) + f" ({order})"
 
 
 def _fold(text: str) -> str:
@@ -306,31 +328,72 @@ def task_text(info: Any) -> TaskText:
                     contrast_note=entry.get("contrast_note", info.contrast_field), shipped=True)
 
 
-def human_instruction(name: str, scale: NumericScale, input_name: str, output_name: str) -> str:
+def human_instruction(name: str, scale: NumericScale | CategoricalScale, input_name: str, output_name: str) -> str:
     """The scoring instruction given with a human rubric item (the datasets ship definitions only)."""
+    if isinstance(scale, CategoricalScale) and scale.anchors:  # a label is a degree, not a verdict
+        return (f"Read the {input_name} and the {output_name}. Judge the {output_name}'s {name.replace('_', ' ')} "
+                f"as defined above, then answer with {scale.describe()}.")
     return (f"Read the {input_name} and the {output_name}. Decide how well the {output_name} meets the "
             f"definition of {name.replace('_', ' ')} above, then give one rating: {scale.describe()}.")
 
 
-def human_rubric(dataset: str) -> Rubric:
-    """The human rubric of a bundled dataset: its rated dimensions, definitions and scales.
+@cache
+def _human_table() -> dict[str, dict[str, Any]]:
+    import yaml
 
-    The aggregate ``overall`` rating is left out: it is not a rubric item. Criterion names are
-    the dataset's dimension names, so a run with this rubric is compared with the human ratings
-    dimension by dimension.
+    text = (resources.files("assay.artifacts") / "data" / "human_rubrics.yaml").read_text(encoding="utf-8")
+    table: dict[str, dict[str, Any]] = yaml.safe_load(text)
+    return table
+
+
+def human_entry(dataset: str) -> dict[str, Any]:
+    """The shipped human-rubric entry of a dataset (``same_as`` followed), or {} when none is shipped."""
+    table = _human_table()
+    entry = table.get(dataset) or {}
+    return table[entry["same_as"]] if "same_as" in entry else entry
+
+
+def _human_criterion(d: Dimension, item: dict[str, Any], input_name: str, output_name: str) -> Criterion:
+    """One rated dimension as a rubric item: the shipped description and labels where given, else the catalog's."""
+    scale: NumericScale | CategoricalScale
+    if "labels" in item:
+        scale = CategoricalScale(labels=tuple(item["labels"]), anchors=item.get("anchors", ""))
+    else:
+        scale = NumericScale(low=d.scale.low, high=d.scale.high, integer=d.scale.integer)
+    description = " ".join(str(item.get("description", d.definition)).split())
+    if item.get("items"):
+        description += f" (annotation items: {', '.join(item['items'])})"
+    return Criterion(name=d.name, description=description, scale=scale,
+                     instruction=human_instruction(d.name, scale, input_name, output_name))
+
+
+def human_rubric(dataset: str) -> Rubric:
+    """The human rubric of a bundled dataset: its annotation items, their definitions and scales.
+
+    The items, definitions and categorical labels come from ``assay/artifacts/data/human_rubrics.yaml``
+    (each with its source, copied into the provenance); dimensions it does not describe use the catalog's
+    definition and scale. The aggregate ``overall`` rating and the columns the file lists under
+    ``left_out`` are not rubric items. Criterion names are the dataset's dimension names, so a run with
+    this rubric is compared with the human ratings dimension by dimension.
     """
     from assay import __version__
     from assay.datasets import get_info
 
     info = get_info(dataset)
-    criteria = []
-    for d in info.dimensions:
-        if d.name in _NOT_RUBRIC_ITEMS:
-            continue
-        scale = NumericScale(low=d.scale.low, high=d.scale.high, integer=d.scale.integer)
-        criteria.append(Criterion(name=d.name, description=d.definition, scale=scale,
-                                  instruction=human_instruction(d.name, scale, info.input_name, info.output_name)))
-    prov = Provenance(source="human", dataset=info.name, settings={"instructions": "assay template"},
-                      notes=[f"definitions and scales from assay's catalog of {info.name}; {info.provenance}"],
-                      assay_version=__version__)
+    entry = human_entry(info.name)
+    shipped, left_out = entry.get("criteria", {}), entry.get("left_out", {})
+    criteria = [_human_criterion(d, shipped.get(d.name) or {}, info.input_name, info.output_name)
+                for d in info.dimensions if d.name not in _NOT_RUBRIC_ITEMS and d.name not in left_out]
+    notes = [*entry.get("sources", [])] or [f"definitions and scales from assay's catalog of {info.name}"]
+    notes += [f"{name} left out: {' '.join(why.split())}" for name, why in left_out.items()]
+    if entry.get("unrated_items"):
+        unrated = ", ".join(entry["unrated_items"])
+        notes.append(f"annotation items without a rating in the data, not criteria: {unrated}")
+    if entry.get("not_stated"):
+        notes.append(" ".join(entry["not_stated"].split()))
+    notes.append(info.provenance)
+    settings = {"instructions": "assay template",
+                "items": {name: list(v.get("items", [])) for name, v in shipped.items()},
+                "source_file": "assay/artifacts/data/human_rubrics.yaml" if entry else "catalog"}
+    prov = Provenance(source="human", dataset=info.name, settings=settings, notes=notes, assay_version=__version__)
     return Rubric(dataset=info.name, task=task_text(info).scoring, criteria=tuple(criteria), provenance=prov)

@@ -98,15 +98,22 @@ def generate(
 
 
 @rubric_app.command()
-def human(name: Annotated[str, typer.Argument(help="Bundled dataset name")],
+def human(name: Annotated[str | None, typer.Argument(help="Bundled dataset name")] = None,
+          dataset: Annotated[str | None, typer.Option("--dataset", "-d", help="Bundled dataset name")] = None,
           output: Annotated[Path | None, typer.Option("--output", "-o", help="Also write it to a file")] = None,
           ) -> None:
-    """Show (and optionally write) the human rubric of a dataset in the rubric format."""
+    """Show (and optionally write) the human rubric of a dataset in the rubric format, with its sources."""
     from assay.artifacts.rubric import human_rubric, save_rubric
     from assay.cli.main import out
 
-    rubric = human_rubric(name)
+    if (name is None) == (dataset is None):
+        from assay.errors import ConfigError
+
+        raise ConfigError("give the dataset once: assay rubric human --dataset NAME (or assay rubric human NAME)")
+    rubric = human_rubric(name or dataset or "")
     _print_rubric(rubric, out)
+    for n in rubric.provenance.notes:
+        out.print(f"[dim]source:[/] {escape(n)}")
     if output is not None:
         out.print(escape(f"wrote {save_rubric(rubric, output)}"))
 

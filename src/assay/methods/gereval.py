@@ -91,6 +91,8 @@ def validate_score(obj: Any, criterion: Criterion, *, strict: bool = False) -> S
         raise ValueError('the answer has no "score"')
     raw, scale = obj["score"], criterion.scale
     if isinstance(scale, CategoricalScale):
+        if isinstance(raw, int) and not isinstance(raw, bool):
+            raw = str(raw)  # a number written for a numeric label ("3" of HelpSteer2's "0".."4")
         value = scale.value_of(raw) if isinstance(raw, str) else None
         if value is None:
             raise ValueError(f'"score" must be one of the labels {", ".join(scale.labels)}; got {raw!r}')

@@ -20,10 +20,19 @@ import hashlib
 from collections.abc import Awaitable, Callable
 from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from assay.errors import ConfigError
 from assay.methods.base import Method, MethodOptions, RunContext, StageUsage
+from assay.methods.seal_paper import (
+    PAPER_PRESET,
+    answer_hint,
+    build_paper_fact_prompt,
+    build_paper_split_prompt,
+    paper_prompts,
+    parse_joint_facts,
+    parse_paper_split,
+)
 from assay.methods.seal_prompts import Ask
 from assay.methods.seal_run import SealRun, Stage1, ask_judge
 from assay.methods.seal_spec import Recipe, Spec, load_spec, parse_overrides
@@ -42,10 +51,18 @@ class SealOptions(MethodOptions):
     """Options of SEAL.
 
     Attributes:
+        preset: ``assay`` (default) or ``paper``: the paper's stage 1 (Table 21 prompts verbatim, LLM
+            sentence splitting, one fact-extraction call per (source, reference, output) triple). A preset
+            fills the options it sets (``seal_paper.PAPER_PRESET``) unless they are given explicitly;
+            the manifest records what it set and what was overridden.
         spec: Path of a spec YAML replacing the shipped one (``assay/artifacts/seal/spec.yaml``).
         recipe: ``DIMENSION=RECIPE`` overrides of the spec's dataset mapping (repeatable), e.g.
             ``consistency=summary-consistency-facts`` to judge QAGS fact by fact.
-        sentence_splitter: ``pysbd`` (deterministic, default) or ``llm`` (the paper's Table 21 stage 1).
+        sentence_splitter: ``pysbd`` (deterministic, default) or ``llm`` (the paper's Table 21 stage 1;
+            with the paper preset, the paper's own prompt).
+        decomposition: ``per-text`` (default: each text's facts in a call of their own, a document's
+            source and reference facts shared by all its outputs) or ``joint`` (the paper: source,
+            reference and output facts in one call per triple, Table 21's prompt).
         decisions: ``batched`` (the paper's JSON answers, Tables 22-25) or ``logprobs`` (assay's mode for
             small local judges: one question per call, decided by the yes/no probabilities).
         threshold_sentences / threshold_facts: Override Table 19's n (3 sentences, 6 facts).
@@ -59,9 +76,11 @@ class SealOptions(MethodOptions):
             references, and for sources.
     """
 
+    preset: Literal["assay", "paper"] = "assay"
     spec: str | None = None
     recipe: list[str] = Field(default_factory=list)
     sentence_splitter: Literal["pysbd", "llm"] = "pysbd"
+    decomposition: Literal["per-text", "joint"] = "per-text"
     decisions: Literal["batched", "logprobs"] = "batched"
     threshold_sentences: int | None = Field(default=None, ge=1)
     threshold_facts: int | None = Field(default=None, ge=1)
@@ -73,6 +92,26 @@ class SealOptions(MethodOptions):
     answer_slack: int = Field(default=32, ge=8)
     fact_max_tokens: int = Field(default=320, ge=32)
     source_fact_max_tokens: int = Field(default=900, ge=32)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _apply_preset(cls, data: Any) -> Any:
+        """Fill the options a preset sets; options given explicitly win (and are recorded as overrides)."""
+        if isinstance(data, dict) and data.get("preset") == "paper":
+            data = {**PAPER_PRESET, **data}
+        return data
+
+    def preset_record(self) -> dict[str, Any]:
+        """What the preset set and which of its settings were overridden, for the manifest."""
+        if self.preset != "paper":
+            return {"name": self.preset, "sets": {}}
+        values = self.model_dump(mode="json")
+        overridden = {k: values[k] for k, v in PAPER_PRESET.items() if values[k] != v}
+        prompts = paper_prompts()
+        return {"name": "paper", "sets": dict(PAPER_PRESET), "overridden": overridden,
+                "stage1_prompts": {"source": prompts.source, "sha256": prompts.hashes,
+                                   "used": {"split": values["sentence_splitter"] == "llm",
+                                            "facts": values["decomposition"] == "joint"}}}
 
 
 def _key(*parts: str) -> str:
@@ -124,9 +163,18 @@ class Seal(Method):
             recipes[dim.name] = {"recipe": name, "unit": recipe.unit, "threshold": self.threshold(recipe),
                                  "subdimensions": [s.name for s in recipe.subdimensions],
                                  "answer": recipe.answer, "weights": recipe.weights}
+        preset = self.options.preset_record()
+        if self.paper_split or self.options.decomposition == "joint":
+            preset["stage1_prompts_artifact"] = ctx.artifacts("seal-paper-prompts", paper_prompts().file_text)
         return {"seal_spec": {"name": spec.name, "version": spec.version, "sha256": digest,
                               "path": self.options.spec or "shipped", "source": spec.source},
-                "seal_recipes": recipes, "seal_ablations": self.ablations(), "seal_decisions": self.options.decisions}
+                "seal_recipes": recipes, "seal_ablations": self.ablations(), "seal_decisions": self.options.decisions,
+                "seal_preset": preset}
+
+    @property
+    def paper_split(self) -> bool:
+        """Whether sentences are split by the judge with the paper's own prompt (paper preset)."""
+        return self.options.sentence_splitter == "llm" and self.options.preset == "paper"
 
     def ablations(self) -> dict[str, bool]:
         o = self.options
@@ -152,16 +200,25 @@ class Seal(Method):
                 self._stage1.pop(key, None)  # a failed call is retried by the next caller, not cached
             raise
 
-    async def sentences(self, text: str, label: str, ctx: RunContext) -> tuple[Stage1, bool]:
+    def split_ask(self, text: str, label: str, source: str) -> tuple[Ask, Callable[[str], Any], str]:
+        """The sentence-split request (assay's wording, or the paper's with the source), its parser, its cache key."""
+        budget = self.options.fact_max_tokens
+        if self.paper_split:
+            hint = f'{{"{paper_prompts().split_key}": ["...", "..."]}}'
+            return (Ask(build_paper_split_prompt(source, text), hint, budget), lambda a: parse_paper_split(a, text),
+                    _key("split-paper", source, text))
+        ask = Ask(build_split_prompt(self.spec().split_prompt, text, label), '{"sentences": ["...", "..."]}', budget)
+        return ask, lambda a: parse_split(a, text), _key("split", label, text)
+
+    async def sentences(self, text: str, label: str, ctx: RunContext, source: str = "") -> tuple[Stage1, bool]:
         """The output's sentences: pysbd, or the judge (Table 21 stage 1) with a recorded pysbd fallback."""
         if self.options.sentence_splitter == "pysbd":
             return Stage1(split_sentences(text)), False
+        ask, parse, key = self.split_ask(text, label, source)
 
         async def split() -> Stage1:
             usage = StageUsage()
-            ask = Ask(build_split_prompt(self.spec().split_prompt, text, label), '{"sentences": ["...", "..."]}',
-                      self.options.fact_max_tokens)
-            value, attempts = await ask_judge(ctx.judge, ask, lambda a: parse_split(a, text), stage="decompose",
+            value, attempts = await ask_judge(ctx.judge, ask, parse, stage="decompose",
                                               usage=usage, max_reasks=self.options.max_reasks,
                                               temperature=self.options.temperature)
             spent = usage.by_stage.get("decompose", Usage())
@@ -171,7 +228,7 @@ class Seal(Method):
             return Stage1(split_sentences(text), how=f"pysbd (llm split failed: {attempts[-1]['error']})",
                           attempts=attempts, usage=spent)
 
-        return await self.shared(_key("split", label, text), split)
+        return await self.shared(key, split)
 
     async def facts(self, role: str, text: str, label: str, ctx: RunContext) -> tuple[Stage1, bool]:
         """Monadic facts of one text (output, source or reference), extracted once and shared."""
@@ -189,6 +246,33 @@ class Seal(Method):
             return Stage1(value["facts"], how="llm", attempts=attempts, usage=spent, dropped=value["dropped"])
 
         return await self.shared(_key("facts", role, label, text), extract)
+
+    async def triple_facts(self, source: str, reference: str | None, output: str,
+                           ctx: RunContext) -> tuple[Stage1, bool]:
+        """Source, reference and output facts from one call (the paper's Table 21), shared by the triple's
+        dimensions. The value is ``{role: [Unit, ...]}``; ``dropped`` lists cleaned-out items by role."""
+        budget = self.options.source_fact_max_tokens + 2 * self.options.fact_max_tokens
+        texts = {"source": source, "reference": reference, "output": output}
+
+        async def extract() -> Stage1:
+            usage = StageUsage()
+            ask = Ask(build_paper_fact_prompt(source, reference, output), answer_hint(), budget)
+            value, attempts = await ask_judge(ctx.judge, ask, lambda a: parse_joint_facts(a, texts),
+                                              stage="decompose", usage=usage, max_reasks=self.options.max_reasks,
+                                              temperature=self.options.temperature)
+            spent = usage.by_stage.get("decompose", Usage())
+            if value is None:
+                return Stage1(None, error=str(attempts[-1]["error"]), how="llm (one call per triple)",
+                              attempts=attempts, usage=spent)
+            roles = {r: v for r, v in value.items() if isinstance(v, dict)}
+            dropped = [{"role": r, **d} for r, v in roles.items() for d in v["dropped"]]
+            if value.get("ignored_reference_facts"):
+                dropped.append({"role": "reference", "text": f"{value['ignored_reference_facts']} fact(s)",
+                                "reason": "no reference text was given"})
+            return Stage1({r: v["facts"] for r, v in roles.items()}, how="llm (one call per triple)",
+                          attempts=attempts, usage=spent, dropped=dropped)
+
+        return await self.shared(_key("triple-facts", source, reference or "", output), extract)
 
     # ------------------------------------------------------------------ per judgment
     async def score(self, sample: Sample, dimension: Dimension, ctx: RunContext) -> Judgment:

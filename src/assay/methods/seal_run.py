@@ -123,6 +123,14 @@ async def ask_judge(judge: ManagedJudge, ask: Ask, parse: Callable[[str], Parsed
     return None, attempts
 
 
+def reference_status(sample: Sample) -> Literal["distinct", "identical to the source", "none"]:
+    """Whether a sample has a reference of its own: one identical to the source is not a reference."""
+    ref = (sample.reference or "").strip()
+    if not ref:
+        return "none"
+    return "identical to the source" if ref == sample.source.strip() else "distinct"
+
+
 @dataclass
 class Plan:
     """What is judged: the units, how they were chosen, and the evidence facts beside them.
@@ -157,6 +165,11 @@ class SealRun:
         self.keys = sorted({k for base in (recipe.key, self.label)
                             for k in (base, f"{base}_weight", f"{base} ratings")})
         self.joint_weights: Parsed | None = None
+        self.joint: Stage1 | None = None
+        self.trace["reference"] = reference_status(sample)
+        if self.trace["reference"] == "identical to the source":
+            ctx.note("input", "seal: a sample's reference is identical to its source (as in QAGS's UniEval release): "
+                              "not used as a reference")
 
     # ------------------------------------------------------------------ flow
     async def execute(self) -> tuple[float | None, str | None]:
@@ -206,7 +219,7 @@ class SealRun:
         assert n is not None
         if r.unit == "monadic_fact":
             return await self.plan_facts(n)
-        st, paid = await self.m.sentences(out, self.info.output_name, self.ctx)
+        st, paid = await self.m.sentences(out, self.info.output_name, self.ctx, source=self.sample.source)
         self.stage1("output_sentences", st, paid)
         sents = st.value
         self.trace["gate"] = {"counted": "sentences", "count": len(sents), "threshold": n}
@@ -218,18 +231,50 @@ class SealRun:
         return Plan("fine", units, sentences=sentence_units(sents))
 
     def evidence_text(self, role: str) -> tuple[str, str] | None:
-        """The text whose facts serve as evidence, with its prompt label; None if the sample lacks it."""
+        """The text whose facts serve as evidence, with its prompt label; None if the sample lacks it.
+
+        A reference identical to the source (QAGS in the UniEval release) is no reference: see
+        :func:`reference_status`, recorded in the trace and the run's notes.
+        """
         s = self.sample
         if role == "source":
             return (s.source, self.info.input_name) if s.source.strip() else None
-        if s.reference and s.reference.strip() and s.reference.strip() != s.source.strip():
-            return s.reference, f"reference {self.info.output_name}"
+        if reference_status(s) == "distinct":
+            return s.reference or "", f"reference {self.info.output_name}"
         return None
+
+    async def output_facts(self) -> Stage1:
+        """The output's facts: a call of their own, or the joint call of the triple (``--decomposition joint``)."""
+        if self.opts.decomposition != "joint":
+            st, paid = await self.m.facts("output", self.sample.output, self.info.output_name, self.ctx)
+            self.stage1("output_facts", st, paid)
+            return st
+        found = self.evidence_text("reference")
+        joint, paid = await self.m.triple_facts(self.sample.source, found[0] if found else None,
+                                                self.sample.output, self.ctx)
+        self.joint = joint
+        if joint.value is None:
+            self.stage1("output_facts", joint, paid)
+            return joint
+        st = Stage1(joint.value["output"], how=joint.how, attempts=joint.attempts, usage=joint.usage,
+                    dropped=joint.dropped)  # the call's record: every role's dropped items
+        self.stage1("output_facts", st, paid)
+        return st
+
+    async def evidence_facts(self, role: str, text: str, label: str) -> Stage1:
+        """An evidence text's facts: a (shared) call of their own, or taken from the triple's joint call."""
+        if self.joint is None:
+            ev, paid = await self.m.facts(role, text, label, self.ctx)
+            self.stage1(f"{role}_facts", ev, paid)
+            return ev
+        ev = Stage1(self.joint.value.get(role, []), how=f"{self.joint.how}: the same call as output_facts",
+                    dropped=[d for d in self.joint.dropped if d["role"] == role])
+        self.trace["stage1"][f"{role}_facts"] = ev.to_trace(False)
+        return ev
 
     async def plan_facts(self, n: int) -> Plan:
         """Monadic-fact units: the output's facts (gated by n), then the evidence facts they are checked on."""
-        st, paid = await self.m.facts("output", self.sample.output, self.info.output_name, self.ctx)
-        self.stage1("output_facts", st, paid)
+        st = await self.output_facts()
         if st.value is None:
             self.note("fallback", "output fact extraction failed; judged as one holistic unit")
             return self.holistic(f"output fact extraction failed: {st.error}")
@@ -241,10 +286,12 @@ class SealRun:
         for role in self.recipe.evidence:
             found = self.evidence_text(role)
             if found is None:
-                self.trace.setdefault("evidence_notes", []).append(f"no distinct {role} text: its facts left out")
+                status = reference_status(self.sample) if role == "reference" else "none"
+                why = "identical to the source" if status == "identical to the source" else "none in this sample"
+                self.trace.setdefault("evidence_notes", []).append(f"no distinct {role} text ({why}): "
+                                                                   "its facts left out")
                 continue
-            ev, paid = await self.m.facts(role, found[0], found[1], self.ctx)
-            self.stage1(f"{role}_facts", ev, paid)
+            ev = await self.evidence_facts(role, found[0], found[1])
             if ev.value is None:
                 self.note("fallback", f"{role} fact extraction failed; judged as one holistic unit")
                 return self.holistic(f"{role} fact extraction failed: {ev.error}")

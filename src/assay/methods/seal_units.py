@@ -100,13 +100,16 @@ def build_split_prompt(prompt: SplitPrompt, text: str, label: str) -> str:
     )
 
 
-def parse_split(answer: str, text: str) -> Parsed:
+def parse_split(answer: str, text: str, key: str = "sentences") -> Parsed:
     """Read the judge's sentence list and check it is the text, in order, with nothing added or lost.
+
+    Args:
+        key: The answer's key: ``sentences`` (assay's prompt) or ``sentence`` (the paper's Table 21).
 
     Returns:
         Parsed whose value is the list of sentences (whitespace collapsed).
     """
-    items = _json_list(answer, "sentences")
+    items = json_list(answer, key)
     if not items.ok:
         return items
     sentences = [_one_line(s) for s in items.value]
@@ -151,14 +154,19 @@ def parse_facts(answer: str, text: str, prefix: str) -> Parsed:
     Returns:
         Parsed whose value is ``{"facts": [Unit, ...], "dropped": [{"text", "reason"}, ...]}``.
     """
-    items = _json_list(answer, "facts", allow_objects=True)
+    items = json_list(answer, "facts", allow_objects=True)
     if not items.ok:
         return items
+    return validate_facts(items.value, text, prefix, answer)
+
+
+def validate_facts(raw_items: list[str], text: str, prefix: str, answer: str) -> Parsed:
+    """Clean a fact list read from ``answer`` (see :func:`parse_facts`) and assign ids ``prefix`` + position."""
     words = _content_words(text)
     facts: list[str] = []
     dropped: list[dict[str, str]] = []
     seen: set[str] = set()
-    for raw in items.value:
+    for raw in raw_items:
         fact = _one_line(_ID_PREFIX.sub("", raw, count=1))
         reason = None
         if not fact or _PLACEHOLDER.match(fact):
@@ -194,7 +202,7 @@ def first_object(answer: str) -> Parsed:
     return Parsed(None, "no JSON object found", answer)
 
 
-def _json_list(answer: str, key: str, *, allow_objects: bool = False) -> Parsed:
+def json_list(answer: str, key: str, *, allow_objects: bool = False) -> Parsed:
     """The list of strings under ``key`` in the judge's JSON object (key matched loosely).
 
     With ``allow_objects``, an item written as an object of strings (``{"first fact": "..."}``, a
