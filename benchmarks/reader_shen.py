@@ -179,7 +179,7 @@ def corpus(data: Path) -> Iterable[tuple[str, str, str, str]]:
 
 
 def corpus_table(parsing: types.ModuleType, data: Path) -> list[str]:
-    """Per judge/style/dimension: answers, share read, and the values read with their counts."""
+    """Per judge/style/dimension, then per judge/style: answers, share read, the values read with their counts."""
     counts: dict[tuple[str, str, str], Counter] = defaultdict(Counter)
     for judge, style, dimension, text in corpus(data):
         kind = "letter" if style in LETTER_STYLES else "number"
@@ -188,8 +188,9 @@ def corpus_table(parsing: types.ModuleType, data: Path) -> list[str]:
         except ReaderMissing:
             got = "n/a"
         counts[(judge, style, dimension)][_fmt(got)] += 1
+        counts[(judge, style, "(all)")][_fmt(got)] += 1
     lines = [f"{'judge':20} {'style':8} {'dimension':11} {'n':>5} {'read':>7}  values (count)"]
-    for (judge, style, dimension), c in sorted(counts.items()):
+    for (judge, style, dimension), c in sorted(counts.items(), key=lambda kv: (kv[0][2] == "(all)", kv[0])):
         n = sum(c.values())
         read_n = n - c["-"] - c["n/a"]
         values = " ".join(f"{v}:{k}" for v, k in sorted(c.items()) if v not in ("-", "n/a"))
