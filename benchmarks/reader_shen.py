@@ -9,7 +9,10 @@ Prints (1) per judge and prompt style, on the hand-checked sample in
 where the hand reading is null counts as agreement), coverage (share of answers given a value) and
 misreadings (a value that differs from the hand reading), for the reader in ``src/`` and for the
 reader at git revision REV (default ``0b33857``, the reader before issue 13); (2) over the FULL
-corpus, per judge, style and dimension: coverage and the distribution of the values read.
+corpus, per judge, style and dimension: coverage and the distribution of the values read; (3) over the
+FULL corpus of the styles whose format fixes the reading (every ``stareval`` answer begins with its star
+count, every ``mcq``/``altmcq`` answer is one letter): agreement and misreadings. ``--list`` names every
+sample answer read differently from the hand reading and the first 20 misreadings of (3).
 
 The answer texts stay in ``../shared/data/published/shen2023_summeval`` beside the repository root
 (no licence: never copied here); ``--data`` or the environment variable ``ASSAY_SHEN2023`` point elsewhere.
@@ -20,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 import types
@@ -199,6 +203,44 @@ def corpus_table(parsing: types.ModuleType, data: Path) -> list[str]:
     return lines
 
 
+_STARS = re.compile(r"\s*(\d|one|two|three|four|five)\s+stars?\b", re.IGNORECASE)
+_WORDS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5}
+
+
+def format_reading(style: str, text: str) -> float | str | None:
+    """The reading the answer's own format fixes, where it does: the leading star count, the lone letter."""
+    if style == "stareval":
+        m = _STARS.match(text)
+        return float(_WORDS.get(m.group(1).lower()) or m.group(1)) if m else None
+    if style in LETTER_STYLES:
+        return text.strip() if text.strip() in LETTERS else None
+    return None
+
+
+def format_table(parsing: types.ModuleType, data: Path, show: int = 0) -> list[str]:
+    """Over the FULL corpus, for the styles whose format fixes the reading: agreement, coverage, misreadings.
+
+    Also lists the first ``show`` misreadings (a value other than the one the format fixes).
+    """
+    tallies: dict[str, Tally] = defaultdict(Tally)
+    wrong_lines = []
+    for judge, style, dimension, text in corpus(data):
+        expected = format_reading(style, text)
+        if expected is None:
+            continue
+        try:
+            got = read(parsing, "letter" if style in LETTER_STYLES else "number", text, dimension)
+        except ReaderMissing:
+            continue
+        tallies[f"{judge} {style}"].add(expected, got)
+        if misreads(expected, got) and len(wrong_lines) < show:
+            wrong_lines.append(f"  {style} {dimension} expected={_fmt(expected)} got={_fmt(got)} | "
+                               + " ".join(text.split())[:100])
+    lines = [f"{'judge / style':30} {'n':>4} {'agree':>7} {'read':>7} {'misread':>7}"]
+    lines += [f"{key:30} {t.row()}" for key, t in sorted(tallies.items())]
+    return lines + wrong_lines
+
+
 def sample_table(title: str, pairs: list[tuple[Entry, Any]]) -> list[str]:
     """Agreement, coverage and misreadings per judge and style, then per judge, then all."""
     lines = [title, f"{'judge / style':30} {'n':>4} {'agree':>7} {'read':>7} {'misread':>7}"]
@@ -263,6 +305,8 @@ def main() -> None:
             print("\n".join(["-- read differently:", *wrong(pairs, data)]))
     if not args.no_corpus:
         print("\n== full corpus, reader in src/\n" + "\n".join(corpus_table(parsing, data)))
+        print("\n== full corpus, styles whose format fixes the reading (leading star count, lone letter), "
+              "reader in src/\n" + "\n".join(format_table(parsing, data, show=20 if args.list else 0)))
 
 
 if __name__ == "__main__":
