@@ -283,7 +283,11 @@ def test_validate_score_numeric_and_categorical():
            ({"reasoning": "ok"}, TONE, "no \"score\"")]
     for obj, crit, needle in bad:
         with pytest.raises(ValueError, match=needle):
-            validate_score(obj, crit)
+            validate_score(obj, crit, strict=True)
+    lax = validate_score({"reasoning": "ok", "score": 2.5}, ENGAGE)  # a fraction inside the scale: read, flagged
+    assert lax.value == 2.5 and lax.flags == ("fractional",)
+    with pytest.raises(ValueError, match="not on the scale"):
+        validate_score({"reasoning": "ok", "score": 6.5}, ENGAGE)
 
 
 def test_scoring_prompt_fences_the_output_and_defuses_fake_answers(topical_chat):

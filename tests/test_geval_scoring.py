@@ -238,6 +238,6 @@ def test_text_ratings_accepted(text: str, label: str, value: float) -> None:
     ("", "no rating"),
 ])
 def test_text_ratings_rejected_and_recorded(text: str, why: str) -> None:
-    parsed = parse_rating(text, L5, "coherence")
+    parsed = parse_rating(text, L5, "coherence", strict=True)
     assert parsed.value is None and why in (parsed.error or "")
     assert parsed.raw == text

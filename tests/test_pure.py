@@ -21,7 +21,7 @@ L5, L3, CONT = Scale(low=1, high=5), Scale(low=1, high=3), Scale(low=0, high=1, 
 @pytest.mark.parametrize(("text", "value"), [
     ("4", 4), ("Coherence: 4", 4), ("4/5", 4), ("- Fluency: 2", 2), ("**3**", 3),
     ("I would rate it 3 out of 5.", 3), ("Score = 5\n", 5), ("Rating: 2. The summary is short.", 2),
-    ("1. The response is fine", 1), ("Coherence: 2\nCoherence: 4", 4), ("**Coherence:** 5", 5),
+    ("Coherence: 2\nCoherence: 4", 4), ("**Coherence:** 5", 5),
     ("4.0", 4),
 ])
 def test_ratings_read(text, value):
@@ -32,9 +32,10 @@ def test_ratings_read(text, value):
 @pytest.mark.parametrize(("text", "scale", "error"), [
     ("7", L5, "outside the 1-5 scale"), ("0", L3, "outside the 1-3 scale"), ("3.5", L5, "not a whole number"),
     ("8/10", L5, "not on the 1-5 scale"), ("no idea", L5, "no rating found"), ("", L5, "no rating found"),
+    ("1. The response is fine", L5, "no rating found"),
 ])
 def test_bad_ratings_are_rejected_with_reason(text, scale, error):
-    p = parse_rating(text, scale)
+    p = parse_rating(text, scale, strict=True)
     assert p.value is None and error in p.error and p.raw == text
 
 

@@ -36,6 +36,7 @@ from assay.artifacts.checklist import (
     load_checklist,
 )
 from assay.datasets.catalog import DatasetInfo
+from assay.echo import own_answer
 from assay.errors import ConfigError
 from assay.judges.base import Choice, Request, TokenLogprobs
 from assay.methods.base import Method, MethodOptions, RunContext, StageUsage, content_hash
@@ -220,8 +221,17 @@ def _decide(segment: str, base: int) -> tuple[Answer | None, str]:
     return None, "no yes/no answer"
 
 
-def parse_answers(text: str, n: int) -> ParsedAnswers:
-    """Read the answers to questions 1..n from a judge's reply.
+def echo_reference(prompt: str) -> str:
+    """The prompt lines an answer must not echo: all but the numbered question and format lines.
+
+    A judge may restate a question before answering it (``Q2: Is it polite?`` then ``No``); that
+    restatement is how the next line's answer is numbered, so it is left to :func:`parse_answers`.
+    """
+    return "\n".join(line for line in prompt.splitlines() if not re.match(r"\s*Q\d+\s*:", line))
+
+
+def parse_answers(text: str, n: int, prompt: str | None = None) -> ParsedAnswers:
+    """Read the answers to questions 1..n from a judge's own reply.
 
     Accepted: ``Q3: Yes``, ``Q3 - no.``, ``3. yes``, ``**Q3:** **Yes**``, ``Question 3: no``,
     answers in any order, with prose around them, an echoed question followed by its answer,
@@ -229,8 +239,16 @@ def parse_answers(text: str, n: int) -> ParsedAnswers:
     count only when there are no numbered ones and their number equals n (or n is 1). A
     question answered twice keeps its last answer (a judge may restate its form); numbers
     outside 1..n are ignored. Everything not read is simply absent: missing, never 'no'.
+
+    Lines that are not the judge's own are blanked first (offsets kept, for the soft score): any
+    line carrying a neutralisation mark (``» Q1: yes`` from a judged text) or a fence marker, and,
+    with ``prompt``, lines echoing it (see :func:`echo_reference` and :func:`assay.echo.own_answer`).
     """
     out = ParsedAnswers()
+    own = own_answer(text, echo_reference(prompt) if prompt else None)
+    if own.echoed:
+        out.notes.append(f"not read: {own.describe()}")
+    text = own.text
     pending: int | None = None
     bare: list[Answer] = []
     numbered_seen = False
@@ -431,7 +449,7 @@ class CheckEval(Method):
         prompt = build_prompt(sample, dim.name, dim.definition, group, ctx.dataset.info)
         resp = usage.add(stage, await ctx.judge.generate(self._request(prompt, len(group), soft), stage=stage))
         choice = resp.choices[0]
-        parsed = parse_answers(choice.text, len(group))
+        parsed = parse_answers(choice.text, len(group), prompt)
         results = []
         for k, asked in enumerate(group, start=1):
             r = QuestionResult(asked)

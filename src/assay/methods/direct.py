@@ -8,7 +8,7 @@ from assay.datasets.catalog import DatasetInfo
 from assay.judges.base import Request
 from assay.methods.base import Method, MethodOptions, RunContext, StageUsage
 from assay.parsing import parse_rating
-from assay.prompts import sample_blocks
+from assay.prompts import MATERIAL_NOTE, sample_blocks
 from assay.types import Dimension, Judgment, Sample
 
 
@@ -18,10 +18,13 @@ class DirectOptions(MethodOptions):
     Attributes:
         max_tokens: Room for the answer; the rating is read from the first line that has one.
         temperature: Decoding temperature (0: greedy, the baseline's setting).
+        strict_ratings: A fractional rating on an integer scale is a parse failure (default: read
+            as given and flagged ``fractional`` in the trace).
     """
 
     max_tokens: int = Field(default=8, ge=1)
     temperature: float = Field(default=0.0, ge=0.0)
+    strict_ratings: bool = False
 
 
 def build_prompt(sample: Sample, dimension: Dimension, info: DatasetInfo) -> str:
@@ -30,6 +33,7 @@ def build_prompt(sample: Sample, dimension: Dimension, info: DatasetInfo) -> str
     return (
         f"You are rating a {info.output_name} written for a {info.input_name}.\n"
         f"Task: {info.task}\n\n"
+        f"{MATERIAL_NOTE}\n\n"
         f"{sample_blocks(sample, info, labels=[name])}\n\n"
         f"Rate the {info.output_name} above for {name} ({dimension.scale.label()}).\n"
         f"{name.capitalize()}: {dimension.definition}\n"
@@ -50,7 +54,9 @@ class Direct(Method):
         usage = StageUsage()
         req = Request.chat(prompt, temperature=self.options.temperature, max_tokens=self.options.max_tokens)
         resp = usage.add("score", await ctx.judge.generate(req, stage="score"))
-        parsed = parse_rating(resp.text, dimension.scale, dimension.name.replace("_", " "))
-        trace = {"answer": resp.text, "parse_error": parsed.error}
+        parsed = parse_rating(resp.text, dimension.scale, dimension.name.replace("_", " "), prompt=prompt,
+                              strict=self.options.strict_ratings)
+        trace = {"answer": resp.text, "parse_error": parsed.error, **({"flags": list(parsed.flags)} if parsed.flags
+                                                                       else {})}
         return self.judgment(sample, dimension, ctx, score=parsed.value, trace=trace, usage=usage.by_stage,
                              error=f"unparseable answer: {parsed.error}" if parsed.error else None)

@@ -33,7 +33,7 @@ from assay.errors import ConfigError
 from assay.judges.base import Request, schema_text
 from assay.methods.base import Method, MethodOptions, RunContext, StageUsage, content_hash
 from assay.parsing import parse_rating
-from assay.prompts import sample_blocks
+from assay.prompts import MATERIAL_NOTE, sample_blocks
 from assay.rubrics.reprompt import DEFAULT_REASKS, ask_json
 from assay.types import Dimension, Judgment, Sample
 
@@ -48,6 +48,8 @@ class GerEvalOptions(MethodOptions):
         max_tokens: Length bound of the answer (the paper: 256).
         reasks: Re-asks after an invalid answer (the paper: three).
         max_chars: Cut each demonstration text to this many characters (None: never cut).
+        strict_ratings: A fractional score on an integer scale is invalid (re-asked, finally a parse
+            failure); by default it is read as given and flagged ``fractional`` in the trace.
     """
 
     rubric: str
@@ -56,6 +58,7 @@ class GerEvalOptions(MethodOptions):
     max_tokens: int = Field(default=256, ge=8)
     reasks: int = Field(default=DEFAULT_REASKS, ge=0, le=10)
     max_chars: int | None = Field(default=None, ge=100)
+    strict_ratings: bool = False
 
 
 @dataclass(frozen=True)
@@ -65,14 +68,16 @@ class ScoreAnswer:
     value: float
     label: str | None
     reasoning: str
+    flags: tuple[str, ...] = ()
 
 
-def validate_score(obj: Any, criterion: Criterion) -> ScoreAnswer:
+def validate_score(obj: Any, criterion: Criterion, *, strict: bool = False) -> ScoreAnswer:
     """Check a ``{"reasoning": ..., "score": ...}`` answer against the criterion's scale.
 
     Categorical scores must be one of the labels (mapped to 1..n); numeric scores must lie on the
-    scale (``4``, ``"4"`` and ``"4/5"`` are read alike). Anything else, off-scale values included,
-    is invalid: re-asked, and finally a parse failure.
+    scale (``4``, ``"4"`` and ``"4/5"`` are read alike). A fraction inside an integer scale is read
+    as given and flagged ``fractional`` (invalid with ``strict``). Anything else, off-scale values
+    included, is invalid: re-asked, and finally a parse failure.
 
     Raises:
         ValueError: What is wrong, phrased for a re-ask.
@@ -92,14 +97,16 @@ def validate_score(obj: Any, criterion: Criterion) -> ScoreAnswer:
         return ScoreAnswer(float(value), raw.strip(), reasoning.strip())
     target = scale.to_scale()
     if isinstance(raw, int | float) and not isinstance(raw, bool):
-        if not target.contains(float(raw)):
+        value = float(raw)
+        if not target.low <= value <= target.high or (strict and not target.contains(value)):
             raise ValueError(f"score {raw!r} is not on the scale: {scale.describe()}")
-        return ScoreAnswer(float(raw), None, reasoning.strip())
+        flags = ("fractional",) if target.integer and not value.is_integer() else ()
+        return ScoreAnswer(value, None, reasoning.strip(), flags)
     if isinstance(raw, str):
-        parsed = parse_rating(raw, target)
+        parsed = parse_rating(raw, target, strict=strict)
         if not parsed.ok:
             raise ValueError(f"score {raw!r}: {parsed.error}")
-        return ScoreAnswer(float(parsed.value), None, reasoning.strip())
+        return ScoreAnswer(float(parsed.value), None, reasoning.strip(), parsed.flags)
     raise ValueError(f'"score" must be {scale.describe()}; got {raw!r}')
 
 
@@ -207,6 +214,7 @@ def build_scoring_prompt(task: str, info: DatasetInfo, criterion: Criterion, sam
     if demos:
         parts += ["", demos]
     parts += [
+        "", MATERIAL_NOTE,
         "", f"The {info.output_name} to rate:", sample_blocks(sample, info, labels=[criterion.name]), "",
         f"Give a short reasoning (one or two sentences), then your score on {criterion.name}. "
         "Reply with one JSON object and nothing else, in this format:",
@@ -277,7 +285,8 @@ class GerEval(Method):
         usage = StageUsage()
         request = Request.chat(prompt, temperature=0.0, max_tokens=self.options.max_tokens, json_mode=True,
                                json_schema=schema_text(score_schema(criterion)))
-        asked = await ask_json(ctx.judge, request, lambda o: validate_score(o, criterion), stage="score",
+        strict = self.options.strict_ratings
+        asked = await ask_json(ctx.judge, request, lambda o: validate_score(o, criterion, strict=strict), stage="score",
                                reasks=self.options.reasks, on_response=usage.add)
         trace: dict[str, Any] = {
             "criterion": criterion.name, "rubric": rubric.content_hash(), "prompt_sha": content_hash(prompt),
@@ -292,6 +301,8 @@ class GerEval(Method):
             return self.judgment(sample, dimension, ctx, score=None, trace=trace, usage=usage.by_stage,
                                  error=f"parse failure after {asked.reasks} re-asks: {asked.error}")
         trace.update(reasoning=asked.value.reasoning, label=asked.value.label)
+        if asked.value.flags:
+            trace["flags"] = list(asked.value.flags)
         return self.judgment(sample, dimension, ctx, score=asked.value.value, trace=trace, usage=usage.by_stage)
 
 

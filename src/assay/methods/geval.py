@@ -69,6 +69,8 @@ class GEvalOptions(MethodOptions):
             generating steps.
         max_tokens: Room for the answer; the form asks for the score only, so a few tokens do.
         steps_max_tokens: Room for the judge to write its evaluation steps.
+        strict_ratings: A fractional rating on an integer scale is a parse failure (default: read as
+            given and flagged ``fractional`` in the trace).
     """
 
     mode: Mode | None = None
@@ -80,6 +82,7 @@ class GEvalOptions(MethodOptions):
     steps: str | None = None
     max_tokens: int = Field(default=8, ge=1)
     steps_max_tokens: int = Field(default=256, ge=16)
+    strict_ratings: bool = False
 
     @model_validator(mode="after")
     def _coherent(self) -> GEvalOptions:
@@ -347,20 +350,27 @@ def score_request(prompt: str, mode: Mode, options: GEvalOptions, top_logprobs: 
     return Request.chat(prompt, temperature=0.0, max_tokens=options.max_tokens)
 
 
-def read_answer(response: Response, mode: Mode, dimension: Dimension) -> tuple[Estimate, dict[str, Any]]:
-    """Turn the judge's answer into G-Eval's estimate and the trace of how it was read."""
+def read_answer(response: Response, mode: Mode, dimension: Dimension, *, prompt: str | None = None,
+                strict: bool = False) -> tuple[Estimate, dict[str, Any]]:
+    """Turn the judge's answer into G-Eval's estimate and the trace of how it was read.
+
+    Only the judge's own answer counts: with ``prompt``, whatever echoes the prompt or the judged
+    texts is not read (text answers and the rating token's position alike).
+    """
     scale, label = dimension.scale, dimension.name.replace("_", " ")
     if mode == "logprobs":
         choice = response.choices[0]
-        est = logprob_estimate(choice.logprobs, scale, form_label(dimension))
+        est = logprob_estimate(choice.logprobs, scale, form_label(dimension), prompt=prompt)
         return est, {"answer": choice.text, **est.details}
     if mode == "sampling":
-        samples = [parse_rating(c.text, scale, label) for c in response.choices]
+        samples = [parse_rating(c.text, scale, label, prompt=prompt, strict=strict) for c in response.choices]
         est = sampling_estimate(samples)
+        flags = {"fractional": sum("fractional" in p.flags for p in samples)}
         return est, {"answers": [c.text for c in response.choices], "ratings": [p.value for p in samples],
-                     **est.details}
-    parsed = parse_rating(response.choices[0].text, scale, label)
-    return greedy_estimate(parsed), {"answer": response.choices[0].text, "parse_error": parsed.error}
+                     **est.details, **({"flags": flags} if flags["fractional"] else {})}
+    parsed = parse_rating(response.choices[0].text, scale, label, prompt=prompt, strict=strict)
+    return greedy_estimate(parsed), {"answer": response.choices[0].text, "parse_error": parsed.error,
+                                     **({"flags": list(parsed.flags)} if parsed.flags else {})}
 
 
 @dataclass(frozen=True)
@@ -478,7 +488,8 @@ class GEval(Method):
         usage = StageUsage()
         request = score_request(prompt, self.mode, self.options, self.top_logprobs)
         response = usage.add("score", await ctx.judge.generate(request, stage="score"))
-        estimate, read = read_answer(response, self.mode, dimension)
+        estimate, read = read_answer(response, self.mode, dimension, prompt=prompt,
+                                     strict=self.options.strict_ratings)
         trace: dict[str, Any] = {
             "mode": self.mode, "steps_sha256": plan.steps_sha256, "criteria_source": plan.criteria.source,
             "prompt_sha256": content_hash(prompt),

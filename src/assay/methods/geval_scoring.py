@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from assay.echo import own_answer
 from assay.judges.base import TokenLogprobs
 from assay.parsing import Parsed
 from assay.types import Scale
@@ -76,27 +77,35 @@ def _list_marker(positions: Sequence[TokenLogprobs], i: int, text: str, offsets:
     return bool(rest_of_line.strip())
 
 
-def find_score_position(positions: Sequence[TokenLogprobs], scale: Scale, label: str | None = None) -> int | None:
+def find_score_position(positions: Sequence[TokenLogprobs], scale: Scale, label: str | None = None, *,
+                        prompt: str | None = None) -> int | None:
     """Index of the generated position where the judge writes its rating, or None.
 
     The form ends with ``- Coherence:``, so the first rating piece the judge writes is its
-    answer; tokens before it (a space, markup) are skipped. Two refinements keep a weak
-    judge's echo of the prompt from being read as its rating: when the answer restates the
-    form's label (``Coherence:``), the first rating piece after it counts; and list numbers
-    (``1. Read the article``) are skipped.
+    answer; tokens before it (a space, markup) are skipped. Three refinements keep a weak
+    judge's echo of the prompt from being read as its rating: tokens on lines that echo the
+    prompt or the judged text (:func:`assay.echo.own_answer`) are never the rating; when the
+    answer restates the form's label (``Coherence:``) on its own lines, the first rating piece
+    after it counts; and list numbers (``1. Read the article``) are skipped.
     """
     text, offsets = _offsets(positions)
+    own = own_answer(text, prompt).text
     starts = [0]
     if label:
-        m = re.search(rf"{re.escape(label)}\s*\**\s*(?:\([^)]*\))?\s*:", text, re.IGNORECASE)
+        m = re.search(rf"{re.escape(label)}\s*\**\s*(?:\([^)]*\))?\s*:", own, re.IGNORECASE)
         if m:
             starts.insert(0, m.end())
     for start in starts:
         for i, pos in enumerate(positions):
-            if offsets[i] >= start and is_rating_piece(pos.token, scale) and not _list_marker(
-                    positions, i, text, offsets):
+            if offsets[i] >= start and is_rating_piece(pos.token, scale) and _own(own, offsets[i], pos.token) \
+                    and not _list_marker(positions, i, text, offsets):
                 return i
     return None
+
+
+def _own(own: str, offset: int, token: str) -> bool:
+    """Whether a token lies in the judge's own answer (its characters were not blanked as an echo)."""
+    return bool(own[offset:offset + len(token)].strip())
 
 
 @dataclass
@@ -181,17 +190,21 @@ def weighted_score(distribution: dict[int, float]) -> float:
     return sum(p * s for s, p in distribution.items())
 
 
-def logprob_estimate(positions: Sequence[TokenLogprobs] | None, scale: Scale, label: str | None = None) -> Estimate:
+def logprob_estimate(positions: Sequence[TokenLogprobs] | None, scale: Scale, label: str | None = None, *,
+                     prompt: str | None = None) -> Estimate:
     """G-Eval's score from one answer's top-k log-probabilities.
 
     Returns an Estimate without a score (never a zero) when the answer has no log-probabilities,
-    no rating token, or no probability on any valid rating.
+    no rating token in the judge's own answer (an echo of ``prompt`` is not), or no probability
+    on any valid rating.
     """
     if not positions:
         return Estimate(None, error="the judge returned no log-probabilities")
-    index = find_score_position(positions, scale, label)
+    index = find_score_position(positions, scale, label, prompt=prompt)
     if index is None:
-        return Estimate(None, error=f"no rating token on the {scale.label()} scale in the judge's answer",
+        own = own_answer("".join(p.token for p in positions), prompt)
+        why = f" ({own.describe()})" if own.echoed else ""
+        return Estimate(None, error=f"no rating token on the {scale.label()} scale in the judge's own answer{why}",
                         details={"generated_tokens": [p.token for p in positions]})
     masses = rating_masses(positions, index, scale)
     dist = renormalise(masses.valid)
@@ -214,7 +227,7 @@ def sampling_estimate(parsed: Sequence[Parsed]) -> Estimate:
 
     Unparseable answers are counted and excluded; if none parses there is no score.
     """
-    ratings = [int(p.value) for p in parsed if p.ok]
+    ratings = [_rating(p.value) for p in parsed if p.ok]
     failures = [p.error for p in parsed if not p.ok]
     details = {"samples": len(parsed), "parsed": len(ratings), "unparseable": len(failures),
                "parse_errors": dict(Counter(failures))}
@@ -229,4 +242,9 @@ def greedy_estimate(parsed: Parsed) -> Estimate:
     """The '- Probs' ablation: the one rating of a greedy answer, as is."""
     if not parsed.ok:
         return Estimate(None, error=f"unparseable answer: {parsed.error}")
-    return Estimate(float(parsed.value), {int(parsed.value): 1.0})
+    return Estimate(float(parsed.value), {_rating(parsed.value): 1.0})
+
+
+def _rating(value: float) -> Any:
+    """A read rating as a distribution key: an int for whole numbers, the value itself for a flagged fraction."""
+    return int(value) if float(value).is_integer() else float(value)

@@ -15,7 +15,7 @@ from typing import Any
 from assay.datasets.catalog import DatasetInfo
 from assay.methods.seal_spec import Recipe, SubDimension
 from assay.methods.seal_units import Unit
-from assay.prompts import fence
+from assay.prompts import MATERIAL_NOTE, fence
 from assay.types import Sample
 
 #: The scale of the scalar judgment that replaces binary sub-dimension decisions (w/o SV).
@@ -74,6 +74,7 @@ def text_blocks(sample: Sample, info: DatasetInfo, parts: Iterable[str], keys: l
     a part the sample lacks is left out. Both are reported in ``notes`` for the trace.
     """
     blocks, notes = [], []
+    keys = [*keys, *(d.name for d in info.dimensions)]  # every dimension's label is an answer look-alike
     for part in parts:
         if part == "source" and sample.source.strip():
             blocks.append(fence(defuse(sample.source, keys), info.input_name, keys))
@@ -156,7 +157,7 @@ def build_units_binary(recipe: Recipe, sub: SubDimension, body: list[str], units
     hint = _format([f'"{recipe.key}": {n} comma-separated values (1 or 0), in the order above'],
                    f'{{"{recipe.key}": "{example_bits(n)}"}}')
     prompt = join_parts(
-        recipe.intro, *body, rules_block(recipe.rules),
+        recipe.intro, MATERIAL_NOTE, *body, rules_block(recipe.rules),
         f"Question ({sub.name}): {sub.question}\n"
         f"Answer it for {_items(recipe.unit, units, output_name)}: 1 for yes, 0 for no.",
         f"Answer with JSON only, with exactly {n} values:\n{hint}")
@@ -170,7 +171,7 @@ def build_support(recipe: Recipe, body: list[str], facts: list[Unit], output_nam
                     "each lists the ids of the supporting source facts, [] when none"],
                    f'{{"{recipe.key}": {example_support(n)}}}')
     prompt = join_parts(
-        recipe.intro, *body, rules_block(recipe.rules),
+        recipe.intro, MATERIAL_NOTE, *body, rules_block(recipe.rules),
         f"Task: for {_items(recipe.unit, facts, output_name)}, list the ids of the source facts that "
         f"support it ({recipe.subdimensions[0].name}); give an empty list [] when none does.",
         f"Answer with JSON only:\n{hint}")
@@ -206,7 +207,7 @@ def build_single(recipe: Recipe, body: list[str], *, key: str, dimension: str, o
         example += f', "{key}_weight": "{example_weights(k)}"'
     hint = _format(fields, "{" + example + "}")
     count = " with exactly two fields" if ask_weights else ""
-    prompt = join_parts(intro, *body, f"{ask}\n{_questions(subs, holistic)}", weigh,
+    prompt = join_parts(intro, MATERIAL_NOTE, *body, f"{ask}\n{_questions(subs, holistic)}", weigh,
                    f"Answer with JSON only{count}:\n{hint}")
     schema = {key: _values(_BIT, k)} | ({f"{key}_weight": _values(_WEIGHT, k)} if ask_weights else {})
     return Ask(prompt, hint, _budget(slack, 10 if ask_weights else 3, k), answer_schema(schema))
@@ -219,7 +220,8 @@ def build_weights(recipe: Recipe, body: list[str], *, key: str, dimension: str, 
     hint = _format([f'"{key}_weight": {k} comma-separated weights, Q1 first, summing to 1.0'],
                    f'{{"{key}_weight": "{example_weights(k)}"}}')
     prompt = join_parts(
-        f"You will weigh the criteria used to judge the {dimension} of the {output_name} below.", *body,
+        f"You will weigh the criteria used to judge the {dimension} of the {output_name} below.", MATERIAL_NOTE,
+        *body,
         f"Its {dimension} is judged by these {k} yes/no criteria:\n{_questions(recipe.subdimensions, holistic)}",
         f"Give each criterion a weight for how much it matters for {dimension} in this particular case: "
         "non-negative decimals that add up to 1.0. Do not answer the questions themselves.",
@@ -248,7 +250,7 @@ def build_ratings(recipe: Recipe, body: list[str], units: list[Unit] | None, *, 
         field = f'"{rkey}": {n} comma-separated whole numbers {scale}, in order'
     hint = _format([field], f'{{"{rkey}": "{example_ratings(n)}"}}')
     rules = None if units is None else rules_block(recipe.rules)
-    prompt = join_parts(intro, *body, rules, task, f"Answer with JSON only:\n{hint}")
+    prompt = join_parts(intro, MATERIAL_NOTE, *body, rules, task, f"Answer with JSON only:\n{hint}")
     return Ask(prompt, hint, _budget(slack, 3, n), answer_schema({rkey: _values(_RATING, n)}))
 
 

@@ -31,6 +31,7 @@ from assay.methods.seal_logprobs import (
     read_digit_mean,
     unit_target,
 )
+from assay.echo import own_answer
 from assay.methods.seal_parse import parse_binary, parse_joint, parse_ratings, parse_support, parse_weights
 from assay.methods.seal_prompts import (
     RATING_HIGH,
@@ -97,6 +98,8 @@ async def ask_judge(judge: ManagedJudge, ask: Ask, parse: Callable[[str], Parsed
 
     The follow-up turn quotes the answer back with the reason it could not be used, so a greedy
     judge sees a different request (a plain repeat would return the same answer, or a cache hit).
+    Only the judge's own answer is parsed: lines echoing the prompt or the judged texts (a JSON
+    example of the format, a JSON object forged inside a judged text) are blanked first.
 
     Returns:
         The parsed value (None when every attempt failed) and every attempt's answer and error.
@@ -107,7 +110,10 @@ async def ask_judge(judge: ManagedJudge, ask: Ask, parse: Callable[[str], Parsed
         req = Request(messages=tuple(messages), temperature=temperature, max_tokens=ask.max_tokens, json_mode=True,
                       json_schema=schema_text(ask.schema) if ask.schema else None)
         resp = usage.add(stage, await judge.generate(req, stage=stage))
-        parsed = parse(resp.text)
+        own = own_answer(resp.text, ask.prompt)
+        parsed = parse(own.text)
+        if not parsed.ok and own.echoed:
+            parsed = Parsed(None, f"{parsed.error} ({own.describe()})", resp.text)
         attempts.append({"prompt_sha": content_hash(ask.prompt), "answer": resp.text, "error": parsed.error,
                          "finish": resp.choices[0].finish_reason, "cached": resp.from_cache})
         if parsed.ok:

@@ -15,7 +15,7 @@ from typing import Any
 
 from assay.methods.seal_spec import FactPrompt, SplitPrompt
 from assay.parsing import Parsed, extract_json
-from assay.prompts import fence
+from assay.prompts import MATERIAL_NOTE, fence
 
 #: Id prefixes of monadic facts by the text they come from (the paper's c / r / s of Table 21).
 FACT_PREFIX = {"source": "c", "reference": "r", "output": "s"}
@@ -94,7 +94,7 @@ def _bullets(items: list[str]) -> str:
 def build_split_prompt(prompt: SplitPrompt, text: str, label: str) -> str:
     """The LLM sentence-splitting prompt (Table 21, stage 1), in assay's wording."""
     return (
-        f"{prompt.intro}\n\n{fence(text, label, ['sentences'])}\n\n"
+        f"{prompt.intro}\n{MATERIAL_NOTE}\n\n{fence(text, label, ['sentences'])}\n\n"
         f"Rules:\n{_bullets(prompt.rules)}\n\n"
         'Answer with JSON only, in this form: {"sentences": ["<first sentence>", "<second sentence>"]}'
     )
@@ -123,7 +123,7 @@ def build_fact_prompt(prompt: FactPrompt, text: str, label: str) -> str:
     """The monadic-fact prompt (Table 21), asked once per text so that facts are shared across uses."""
     criteria = "\n".join(f"{i}. {c}" for i, c in enumerate(prompt.criteria, start=1))
     return (
-        f"{prompt.intro}\n{prompt.definition}\n{criteria}\n\n"
+        f"{prompt.intro}\n{prompt.definition}\n{criteria}\n{MATERIAL_NOTE}\n\n"
         f"{fence(text, label, ['facts'])}\n\n"
         f"Rules:\n{_bullets(prompt.rules)}\n\n"
         f'Answer with JSON only, in this form: {{"facts": ["<first fact>", "<second fact>"]}}'

@@ -36,7 +36,7 @@ from assay.datasets.catalog import DatasetInfo
 from assay.errors import ConfigError
 from assay.judges.base import Request, schema_text
 from assay.methods.base import content_hash
-from assay.prompts import fence
+from assay.prompts import MATERIAL_NOTE, fence
 from assay.rubrics.reprompt import DEFAULT_REASKS, Asked, ask_json
 from assay.types import Sample
 
@@ -289,6 +289,10 @@ def examples_block(info: DatasetInfo, shown: list[Shown], pairing: str | None, m
     """The contexts (or contrastive pairs) part of a criteria prompt; empty for the task-only condition."""
     if not shown:
         return ""
+    return MATERIAL_NOTE + "\n\n" + _examples(info, shown, pairing, max_chars)
+
+
+def _examples(info: DatasetInfo, shown: list[Shown], pairing: str | None, max_chars: int | None) -> str:
     out_name = info.output_name
     if shown[0].role == "context":
         lines = [f"Here are {len(shown)} representative {info.input_name}s of this task (inputs only):"]

@@ -68,15 +68,25 @@ def describe_error(exc: Exception) -> str:
     return str(exc)
 
 
-def check_answer(text: str, validate: Callable[[Any], T]) -> tuple[T | None, str | None]:
-    """Extract the JSON of an answer and validate it; return (value, None) or (None, error)."""
-    parsed = extract_json(text)
+def check_answer(text: str, validate: Callable[[Any], T], prompt: str | None = None) -> tuple[T | None, str | None]:
+    """Extract the JSON of the judge's own answer and validate it; return (value, None) or (None, error).
+
+    With ``prompt``, JSON on lines that echo it (the format example, a JSON object inside the
+    judged text) is not taken (:func:`assay.parsing.extract_json`).
+    """
+    parsed = extract_json(text, prompt)
     if not parsed.ok:
-        return None, "the answer contains no JSON object"
+        echoed = parsed.error.split(": ", 1)[1] if parsed.error and ": " in parsed.error else None
+        return None, "the answer contains no JSON object" + (f" of its own ({echoed})" if echoed else "")
     try:
         return validate(parsed.value), None
     except (ValueError, TypeError, ValidationError) as exc:
         return None, describe_error(exc)
+
+
+def prompt_text(request: Request) -> str:
+    """What the judge was asked, its own earlier answers left out: the text an answer must not echo."""
+    return "\n".join(m.content for m in request.messages if m.role != "assistant")
 
 
 def reask_prompt(error: str) -> str:
@@ -120,7 +130,7 @@ async def ask_json(judge: Any, request: Request, validate: Callable[[Any], T], *
         response = await judge.generate(current, stage=call_stage)
         if on_response is not None:
             on_response(call_stage, response)
-        value, error = check_answer(response.text, validate)
+        value, error = check_answer(response.text, validate, prompt_text(current))
         outcome.attempts.append(Attempt(text=response.text, error=error))
         if error is None:
             outcome.value = value
