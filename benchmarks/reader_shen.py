@@ -236,25 +236,25 @@ def format_table(parsing: types.ModuleType, data: Path, show: int = 0) -> list[s
         if misreads(expected, got) and len(wrong_lines) < show:
             wrong_lines.append(f"  {style} {dimension} expected={_fmt(expected)} got={_fmt(got)} | "
                                + " ".join(text.split())[:100])
-    lines = [f"{'judge / style':30} {'n':>4} {'agree':>7} {'read':>7} {'misread':>7}"]
-    lines += [f"{key:30} {t.row()}" for key, t in sorted(tallies.items())]
+    lines = [f"{'judge / style':34} {'n':>4} {'agree':>7} {'read':>7} {'misread':>7}"]
+    lines += [f"{key:34} {t.row()}" for key, t in sorted(tallies.items())]
     return lines + wrong_lines
 
 
 def sample_table(title: str, pairs: list[tuple[Entry, Any]]) -> list[str]:
     """Agreement, coverage and misreadings per judge and style, then per judge, then all."""
-    lines = [title, f"{'judge / style':30} {'n':>4} {'agree':>7} {'read':>7} {'misread':>7}"]
+    lines = [title, f"{'judge / style':34} {'n':>4} {'agree':>7} {'read':>7} {'misread':>7}"]
     by_style = tally(pairs, lambda e: f"{e.judge} {e.style}")
     by_judge = tally(pairs, lambda e: e.judge)
     for key in sorted(k for k in by_style if k != "all"):
-        lines.append(f"{key:30} {by_style[key].row()}")
+        lines.append(f"{key:34} {by_style[key].row()}")
     for key in sorted(k for k in by_judge if k != "all"):
-        lines.append(f"{key + ' (all styles)':30} {by_judge[key].row()}")
+        lines.append(f"{key + ' (all styles)':34} {by_judge[key].row()}")
     if pairs:
-        lines.append(f"{'all':30} {by_style['all'].row()}")
+        lines.append(f"{'all':34} {by_style['all'].row()}")
     random_part = tally([p for p in pairs if p[0].sample == "random"], lambda e: "random")
     if random_part:
-        lines.append(f"{'random part only':30} {random_part['all'].row()}")
+        lines.append(f"{'random part only':34} {random_part['all'].row()}")
     return lines
 
 
