@@ -28,10 +28,11 @@ ENTRIES = bench.load_sample()
 needs_data = pytest.mark.skipif(not DATA.is_dir(), reason=f"the Shen et al. 2023 answers are not at {DATA} "
                                                           "(../shared beside the repository, or $ASSAY_SHEN2023)")
 # The share of hand-checked answers the reader must read as a person does (null == failure counts).
-# Measured: the issue-13 reader 93.5% (289 of 309; its 20 failures are llama answers with sub-scores or
-# "a perfect 5 out of 5" beside the rating, see docs/benchmarks.md); the reader before it (0b33857)
+# Measured: the reader after the issue-13 follow-up 99.7% (308 of 309; the one failure is a llama-2-7b
+# answer that states a fluency score of 5, then revises it to 4: two ratings, left ambiguous, see
+# docs/benchmarks.md); the issue-13 reader 93.5% (289 of 309); the reader before issue 13 (0b33857)
 # 74.0% of the 285 number and null entries, with 13 misreadings, and no letters. Raise it as the reader improves.
-AGREEMENT_MIN = 0.93
+AGREEMENT_MIN = 0.99
 
 
 def _readings() -> list[tuple[bench.Entry, object]]:
