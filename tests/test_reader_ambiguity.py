@@ -79,6 +79,7 @@ RATINGS = [
     # number words with "out of"; a count stays a count
     ("The summary is a four out of five in terms of coherence.", "coherence", 4),
     ("Only three out of five sentences are fluent. Fluency: 2", "fluency", 2),
+    ("The statements are disjointed, so it scores a one.", "coherence", 1),
     # a revised rating stays ambiguous: the judge stated two ("Score: 3. Actually a score of 4 ..." above too)
     ("Fluent sentences, indicating a fluency score of 5. However, the tone is off, resulting in a score of 4 "
      "for fluency.", "fluency", "ambiguous"),

@@ -121,7 +121,8 @@ def _patterns(label: str | None) -> list[tuple[int, bool, re.Pattern[str]]]:
                                  flags)),
         (PROSE, False, re.compile(rf"\b({_LABELS})\s+(?:of|is|would\s+be|=)\s*(?:an?\s+)?{_VAL}\b{_NO_PAIR}"
                                   rf"{_OUT_OF}", flags)),
-        (PROSE, True, re.compile(rf"\b(give|gave|giving|rate|rated|rating|score|scored|scoring|assign|award)\b"
+        (PROSE, True, re.compile(rf"\b(give|gives|gave|giving|rate|rates|rated|rating|score|scores|scored|scoring"
+                                 rf"|assigns?|assigned|assigning|awards?|awarded|awarding)\b"
                                  rf"(?:\s+(?!(?:an?|as|between|from|by)\b)[a-z']+){{0,3}}?\s+(?:(?:an?|as)\s+)?"
                                  rf"{_VAL}\b{_NO_PAIR}{_OUT_OF}",
                                  flags)),
