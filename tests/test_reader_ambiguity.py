@@ -55,6 +55,7 @@ RATINGS = [
     ("Good wording, but it needs examples to earn a perfect score of 5. A score of 4 out of 5.", "fluency", 4),
     ("It would be a perfect 5 out of 5 if it were shorter.", "fluency", "only hypothetical"),
     ("I would score it a perfect 5 out of 5.", "fluency", 5),  # a perfect rating the judge gives is a rating
+    ("It suffers from being too short and gets a 3. Key facts are missing to make it a 5.", "fluency", 3),
     # a breakdown: ratings on list items are sub-scores of the rating stated outside the list
     ("It reads well, resulting in a score of 4 out of 5 for fluency.\n\nBreakdown:\n* Grammar: 5/5\n"
      "* Word choice: 3/5", "fluency", 4),

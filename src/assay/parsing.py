@@ -39,7 +39,9 @@ _AFTER_RATING = {"if", "when", "while", "so", "with", "at", "here", "this", "tha
 # A rating is hypothetical, not the judge's, when its clause leads up to it with a counterfactual
 # ("from being a perfect 5", "to make it a 5", "would make the summary a 5", "could reach a 5",
 # "to elevate it to a 5") or a negation ("not a 5", "doesn't deserve a 5", "short of a perfect 5").
-_HYPO_GAP = r"(?:\s+(?!(?:i|give|gave|rate|rated|assign|award)\b)[\w'’-]+){0,6}?"
+# The words between: a few, none that starts the judge's own statement ("... and gets a 3", "I give").
+_HYPO_GAP = (r"(?:\s+(?!(?:i|is|was|give|gives|gave|rate|rates|rated|assigns?|awards?|gets|earns|receives|deserves"
+             r"|merits|scores)\b)[\w'’-]+){0,6}?")
 _COUNTERFACTUAL = (r"\b(?:from\s+(?:being|reaching|achieving|getting|earning|receiving|scoring|attaining)"
                    r"|to\s+(?:make|elevate|raise|bring|reach|achieve|push|lift|attain|improve)"
                    r"|(?:would|could|might)\s+(?:make|elevate|raise|bring|push|lift|reach|achieve)"
