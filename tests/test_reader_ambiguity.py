@@ -44,6 +44,46 @@ RATINGS = [
     # off-scale stays rejected, never clipped
     ("7", "coherence", "outside"),
     ("Coherence: 3/10", "coherence", "not on the 1-5 scale"),
+    # hypothetical ratings are not the judge's: "from being a perfect 5", "not a 5", "to make it a 5"
+    ("Coherence is good: 4 out of 5. Weak transitions keep it from being a perfect 5 out of 5.", "coherence", 4),
+    ("I rate it 3 out of 5; it is not a 5 out of 5 because facts are missing.", "consistency", 3),
+    ("More detail is needed to make it a 5 out of 5.\n\nScore: 4 out of 5", "relevance", 4),
+    ("A clear text, earning a score of 4 out of 5. A better ending would make the text a 5 out of 5.", "coherence", 4),
+    ("It is a 3 out of 5 now and could reach a 5 out of 5 with fewer errors.", "fluency", 3),
+    ("It falls short of a perfect score of 5, so I give it a 4.", "fluency", 4),
+    ("The only reason for not giving it a perfect 5 out of 5 is the ending. It is a 4 out of 5.", "coherence", 4),
+    ("Good wording, but it needs examples to earn a perfect score of 5. A score of 4 out of 5.", "fluency", 4),
+    ("It would be a perfect 5 out of 5 if it were shorter.", "fluency", "only hypothetical"),
+    ("I would score it a perfect 5 out of 5.", "fluency", 5),  # a perfect rating the judge gives is a rating
+    ("It suffers from being too short and gets a 3. Key facts are missing to make it a 5.", "fluency", 3),
+    # a breakdown: ratings on list items are sub-scores of the rating stated outside the list
+    ("It reads well, resulting in a score of 4 out of 5 for fluency.\n\nBreakdown:\n* Grammar: 5/5\n"
+     "* Word choice: 3/5", "fluency", 4),
+    ("A score of 2 out of 5 for coherence.\n1. Order of events: 2/5\n2. Transitions: 1/5", "coherence", 2),
+    ("Overall a score of 3 out of 5.\n- Sentence 1 is awkward. Fluency score: 2/5\n"
+     "- Sentence 2 is fine. Fluency score: 4/5", "fluency", 3),
+    ("Here is my breakdown of the score:\n\n1. Grammar: 3/5\n2. Vocabulary: 3/5", "fluency", 3),
+    ("* Flow: 5/5\n* Ending: 2/5\n* Overall coherence score: 4/5", "coherence", 4),  # an overall rating, anywhere
+    ("* Grammar: 5/5\n* Word choice: 3/5", "fluency", "ambiguous"),  # sub-scores alone: no overall rating
+    # a rating restated on another scale; one that differs stays off-scale
+    ("Coherence rating: 4/5\n\nFinal score: 8/10", "coherence", 4),
+    ("Coherence rating: 4/5\n\nFinal score: 7/10", "coherence", "not on the 1-5 scale"),
+    ("Score: 5/5. The summary deserves a score of 5.", "fluency", 5),  # 5, 5/5 and 5 out of 5 are one rating
+    # counts, compounds and game scores are no ratings
+    ("The summary says he scored four goals, the article two. I would score this summary a 2 out of 5.",
+     "consistency", 2),
+    ("It names the two 12-year-old pupils correctly. 5", "consistency", 5),
+    ("The summary gets the result wrong (the final score is 3-1), so 2 out of 5.", "consistency", 2),
+    ("It leaves out that 40/52 pupils passed, so I give it 3 out of 5.", "relevance", 3),
+    ("It gave us a two-goal lead, as the article says. Score: 4", "consistency", 4),
+    ("I would score it a 4 out of 5: one error lowers the score by one point.", "fluency", 4),
+    # number words with "out of"; a count stays a count
+    ("The summary is a four out of five in terms of coherence.", "coherence", 4),
+    ("Only three out of five sentences are fluent. Fluency: 2", "fluency", 2),
+    ("The statements are disjointed, so it scores a one.", "coherence", 1),
+    # a revised rating stays ambiguous: the judge stated two ("Score: 3. Actually a score of 4 ..." above too)
+    ("Fluent sentences, indicating a fluency score of 5. However, the tone is off, resulting in a score of 4 "
+     "for fluency.", "fluency", "ambiguous"),
 ]
 
 

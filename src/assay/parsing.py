@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from collections.abc import Sequence
 from typing import Any
 
@@ -17,6 +17,9 @@ NUMBER_WORDS = {"zero": 0, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5,
                 "eight": 8, "nine": 9, "ten": 10}
 _VAL = r"(\d+(?:\.\d+)?|" + "|".join(NUMBER_WORDS) + r")"
 _OUT_OF = r"(?:\s*(?:/|out\s+of)\s*(\d+(?:\.\d+)?)(?![\d/]))?"
+# After a rating's value: not the first half of a game score or range ("6-0", "3 - 4"), nor a compound's
+# ("two-goal cushion").
+_NO_PAIR = r"(?![ \t]*[-–][ \t]*\d|-[A-Za-z])"
 _LABELS = r"score|rating|grade|mark"
 _PAREN = r"(?:\s*\([^)\n]*\))?"
 #: Rating levels, strongest first: a final/overall rating, a form line ("Coherence: 4"), a rating
@@ -26,6 +29,45 @@ _LEVEL_NAMES = {FINAL: "final", FORM: "labelled", PROSE: "labelled", BARE: "bare
 # Words that may follow a bare rating; any other word makes the number a quantity ("6 people").
 _AFTER_BARE = {"out", "of", "and", "or", "but", "because", "since", "as", "for", "overall", "is", "seems",
                "given", "points", "point", "stars", "star", "on", "in", "the", "to", "would", "i", "it"}
+# Words that may follow a rating given with a verb ("I would rate it 4 if ..."), besides ``_AFTER_BARE``.
+_AFTER_RATING = {"if", "when", "while", "so", "with", "at", "here", "this", "that", "which", "although", "though",
+                 "considering", "based", "due", "from", "by", "now", "then", "too", "also", "only", "there", "a",
+                 "an", "meaning", "indicating", "reflecting", "showing", "score", "rating", "grade", "mark", "rather",
+                 "instead", "what", "where", "since", "according", "even", "just", "still", "yet", "not", "all",
+                 "across", "regarding", "mainly", "primarily", "largely", "my", "its", "their",
+                 "be", "am", "are", "was", "were", "has", "have", "had", "will", "can", "could", "should", "possible"}
+# A rating is hypothetical, not the judge's, when its clause leads up to it with a counterfactual
+# ("from being a perfect 5", "to make it a 5", "would make the summary a 5", "could reach a 5",
+# "to elevate it to a 5") or a negation ("not a 5", "doesn't deserve a 5", "short of a perfect 5").
+# The words between: a few, none that starts the judge's own statement ("... and gets a 3", "I give").
+_HYPO_GAP = (r"(?:\s+(?!(?:i|is|was|give|gives|gave|rate|rates|rated|assigns?|awards?|gets|earns|receives|deserves"
+             r"|merits|scores)\b)[\w'’-]+){0,6}?")
+_COUNTERFACTUAL = (r"\b(?:from\s+(?:being|reaching|achieving|getting|earning|receiving|scoring|attaining)"
+                   r"|to\s+(?:make|elevate|raise|bring|reach|achieve|push|lift|attain|improve)"
+                   r"|(?:would|could|might)\s+(?:make|elevate|raise|bring|push|lift|reach|achieve)"
+                   r"|(?:would|could|might)\s+have\s+(?:been|made|earned|gotten|got|received|scored|reached|achieved)"
+                   r"|(?:needed|required|necessary)\s+(?:for|to\s+(?:get|reach|earn|achieve)))" + _HYPO_GAP)
+_TOP = r"(?:perfect|full|top|maximum|highest)"
+_NEGATION = (r"(?:\bnot|n['’]t|\bnever|\brather\s+than|\binstead\s+of|\bshort\s+of)"
+             r"(?:\s+(?:quite|yet|even|really|be|worthy\s+of|giv|gave|rat|scor|award|assign|deserv|warrant"
+             r"|merit|earn|get|got|reach|achiev|receiv)\w*)*(?:\s+(?:it|this|that|the\s+summary|an?|the))*"
+             rf"(?:\s+{_TOP})?(?:\s+(?:score|rating|grade|mark)\s+(?:of|is))?")
+# Aiming at the top of the scale is hypothetical: "to earn a perfect score of 5", "could be a perfect 5".
+# ("I would score it a perfect 5" is a rating: the judge gives it.)
+_ASPIRATION = (r"(?:\bto\s+(?:be|earn|get|receive|reach|achieve|deserve|warrant)"
+               r"|\b(?:would|could|might)\s+(?:have\s+been|be)|['’]d\s+be)\s+(?:\w+\s+){0,2}?(?:an?|the)\s+"
+               rf"{_TOP}(?:\s+(?:score|rating|grade|mark)\s+(?:of|is))?")
+_HYPOTHETICAL = re.compile(rf"(?:{_COUNTERFACTUAL}|{_NEGATION}|{_ASPIRATION})\s+$", re.IGNORECASE)
+# A conditional ("it would be a 5 if it were shorter", "could get a 5 with more detail") is
+# hypothetical too; "my score would be 4" is not (the score is the subject).
+_MODAL = re.compile(r"(?<!score\s)(?<!rating\s)(?:\b(?:would|could|might)|['’]d)\s+"
+                    r"(?:be|get|earn|deserve|receive|merit)" + _HYPO_GAP + r"\s+$", re.IGNORECASE)
+_CONDITION = re.compile(r"[^.;:!?\n]{0,60}?\b(?:if|once|unless|with\s+(?:more|less|fewer|better|some|a\s+few))\b",
+                        re.IGNORECASE)
+# A standalone number; not a word's part, a decimal's, a compound's ("15-year-old") or a pair's ("6-0", "1 to 5").
+_BARE = re.compile(r"(?<![\w.\-–/:,$£€#%])(\d+(?:\.\d+)?)(?![\w%/:]|[.,]\d|-[A-Za-z]|\s*(?:-|–|to\b)\s*\d)")
+# A list item's line: "* ...", "- ...", "• ...", "1. ...", "2) ...": ratings there are a breakdown's.
+_ITEM = re.compile(r"[ \t>]*(?:[*\-•+]|\d{1,2}[.)]|[a-z][.)])[ \t]+")
 
 
 @dataclass(frozen=True)
@@ -57,6 +99,9 @@ class _Candidate:
     form: str
     text: str
     start: int
+    end: int
+    item: bool = False
+    hypothetical: bool = False
 
 
 def _value(token: str) -> float:
@@ -64,28 +109,63 @@ def _value(token: str) -> float:
     return float(NUMBER_WORDS[low]) if low in NUMBER_WORDS else float(token)
 
 
-def _patterns(label: str | None) -> list[tuple[int, re.Pattern[str]]]:
+def _patterns(label: str | None) -> list[tuple[int, bool, re.Pattern[str]]]:
+    """(level, counts_things, pattern): where ``counts_things``, a noun after the value makes it a quantity."""
     names = _LABELS + ("|" + re.escape(label).replace("\\ ", r"\s+") if label else "")
+    dimension = r"(?:" + re.escape(label).replace("\\ ", r"\s+") + r"\s+)?" if label else ""
     flags = re.IGNORECASE
+    words = "|".join(NUMBER_WORDS)
     return [
-        (FINAL, re.compile(rf"\b((?:final|overall)\s+(?:{_LABELS}|answer|verdict)){_PAREN}\s*(?:[:=\-–]|\bis\b|\bof\b"
-                           rf"|would\s+be)?\s*(?:an?\s+)?{_VAL}\b{_OUT_OF}", flags)),
-        (FORM, re.compile(rf"(?<![\w-])({names}){_PAREN}\s*[:=\-–]\s*(?:an?\s+)?{_VAL}\b{_OUT_OF}", flags)),
-        (PROSE, re.compile(rf"\b({_LABELS})\s+(?:of|is|would\s+be|=)\s*(?:an?\s+)?{_VAL}\b{_OUT_OF}", flags)),
-        (PROSE, re.compile(rf"\b(give|gave|giving|rate|rated|rating|score|scored|scoring|assign|award)\b"
-                           rf"(?:\s+(?!(?:an?|as|between|from)\b)[a-z']+){{0,3}}?\s+(?:(?:an?|as)\s+)?"
-                           rf"{_VAL}\b{_OUT_OF}",
-                           flags)),
-        (PROSE, re.compile(rf"(?<![\w.\-/:,])()(\d+(?:\.\d+)?)\s*(?:/|out\s+of)\s*(\d+(?:\.\d+)?)(?![\d/]|[.-]\d)",
-                           flags)),
-        (PROSE, re.compile(rf"\b()({'|'.join(NUMBER_WORDS)}|\d+(?:\.\d+)?)\s+stars?\b()", flags)),
+        (FINAL, False, re.compile(rf"\b((?:final|overall)\s+{dimension}(?:{_LABELS}|answer|verdict)){_PAREN}\s*"
+                                  rf"(?:[:=\-–]|\bis\b|\bof\b|would\s+be)?\s*(?:an?\s+)?{_VAL}\b{_NO_PAIR}{_OUT_OF}",
+                                  flags)),
+        (FORM, False, re.compile(rf"(?<![\w-])({names}){_PAREN}\s*[:=\-–]\s*(?:an?\s+)?{_VAL}\b{_NO_PAIR}{_OUT_OF}",
+                                 flags)),
+        (PROSE, False, re.compile(rf"\b({_LABELS})\s+(?:of|is|would\s+be|=)\s*(?:an?\s+)?{_VAL}\b{_NO_PAIR}"
+                                  rf"{_OUT_OF}", flags)),
+        (PROSE, True, re.compile(rf"\b(give|gives|gave|giving|rate|rates|rated|rating|score|scores|scored|scoring"
+                                 rf"|assigns?|assigned|assigning|awards?|awarded|awarding)\b"
+                                 rf"(?:\s+(?!(?:an?|as|between|from|by)\b)[a-z']+){{0,3}}?\s+(?:(?:an?|as)\s+)?"
+                                 rf"{_VAL}\b{_NO_PAIR}{_OUT_OF}",
+                                 flags)),
+        (PROSE, True, re.compile(rf"(?<![\w.\-/:,])()(\d+(?:\.\d+)?)\s*(?:/|out\s+of)\s*(\d+(?:\.\d+)?)"
+                                  rf"(?![\d/]|[.-]\d)", flags)),
+        (PROSE, True, re.compile(rf"\b()({words})\s+out\s+of\s+({words}|\d+)\b", flags)),
+        (PROSE, False, re.compile(rf"\b()({words}|\d+(?:\.\d+)?)\s+stars?\b()", flags)),
     ]
+
+
+def _counts_things(after: str) -> bool:
+    """Whether a noun follows a number on its line ("scored four goals", "three out of five sentences").
+
+    A word of ``_AFTER_RATING`` goes on with the clause ("a 4 if pressed", "a 4 for fluency") and
+    does not make the number a count; a name does ("scored four Premier League goals").
+    """
+    word = re.match(r"[ \t]+([A-Za-z']+)\b", after)
+    return bool(word) and word.group(1).lower() not in _AFTER_BARE | _AFTER_RATING
+
+
+def _list_marker(clean: str, start: int) -> bool:
+    """Whether the number at ``start`` opens its line as a list marker ("1. Grammar ...")."""
+    line_start = clean.rfind("\n", 0, start) + 1
+    return not clean[line_start:start].strip(" -•>(") and bool(re.match(r"\d+[.)]\s+\S", clean[start:]))
+
+
+def _on_item(text: str, start: int) -> bool:
+    """Whether the position ``start`` lies on a list item's line (``*``, ``-``, ``•``, ``1.`` ...)."""
+    return bool(_ITEM.match(text, text.rfind("\n", 0, start) + 1))
+
+
+def _is_hypothetical(clean: str, start: int, end: int) -> bool:
+    """Whether a rating's clause makes it hypothetical ("from being a perfect 5", "not a 5", "would be a 5 if")."""
+    before = clean[max(0, start - 120):start]
+    return bool(_HYPOTHETICAL.search(before) or (_MODAL.search(before) and _CONDITION.match(clean, end)))
 
 
 def _bare(clean: str, taken: list[tuple[int, int]]) -> list[_Candidate]:
     """Standalone numbers that may be ratings: not list markers, years, ranges, game scores, times, quantities."""
     out = []
-    for m in re.finditer(r"(?<![\w.\-–/:,$£€#%])(\d+(?:\.\d+)?)(?![\w%/:]|[.,]\d|\s*(?:-|–|to\b)\s*\d)", clean):
+    for m in _BARE.finditer(clean):
         if any(a <= m.start() < b for a, b in taken):
             continue
         line_start = clean.rfind("\n", 0, m.start()) + 1
@@ -99,26 +179,34 @@ def _bare(clean: str, taken: list[tuple[int, int]]) -> list[_Candidate]:
         word = re.match(r"\s+([A-Za-z']+)", after)
         if word and word.group(1).lower() not in _AFTER_BARE:
             continue  # a quantity: "6 people", "12 sentences"
-        out.append(_Candidate(float(m.group(1)), None, BARE, "bare", m.group(0), m.start()))
+        out.append(_Candidate(float(m.group(1)), None, BARE, "bare", m.group(0), m.start(), m.end()))
     return out
 
 
 def rating_candidates(text: str, label: str | None = None) -> list[_Candidate]:
-    """Every candidate rating in an answer, each with its level, in reading order."""
+    """Every candidate rating in an answer, each with its level, in reading order.
+
+    Each candidate also says whether it stands on a list item (a breakdown's sub-score) and
+    whether its clause makes it hypothetical ("keeps it from being a perfect 5 out of 5").
+    """
     clean = _MARKUP.sub(lambda m: " " * len(m.group(0)), text)
     found: list[_Candidate] = []
     taken: list[tuple[int, int]] = []
-    for level, pattern in _patterns(label):
+    for level, counts_things, pattern in _patterns(label):
         for m in pattern.finditer(clean):
-            if any(a <= m.start(2) < b for a, b in taken):
+            if any(a <= m.start(2) < b for a, b in taken) or _list_marker(clean, m.start(2)):
                 continue
-            denominator = float(m.group(3)) if m.group(3) else None
+            if counts_things and _counts_things(clean[m.end():]):
+                continue  # a count: "scored four goals", "217/228 Yazidis"
+            denominator = _value(m.group(3)) if m.group(3) else None
             form = " ".join(m.group(1).lower().split()) or "out of"
             found.append(_Candidate(_value(m.group(2)), denominator, level, form, " ".join(m.group(0).split()),
-                                    m.start(2)))
+                                    m.start(2), m.end()))
             taken.append((m.start(), m.end()))
     found += _bare(clean, taken)
-    return sorted(found, key=lambda c: c.start)
+    return sorted((replace(c, item=_on_item(text, c.start),
+                           hypothetical=c.level >= PROSE and _is_hypothetical(clean, c.start, c.end)) for c in found),
+                  key=lambda c: c.start)
 
 
 def _tier(c: _Candidate) -> int:
@@ -126,21 +214,36 @@ def _tier(c: _Candidate) -> int:
     return PROSE if c.level == FORM else c.level
 
 
-def _choose(cands: list[_Candidate]) -> tuple[_Candidate | None, str | None]:
+def _choose(cands: list[_Candidate], scale: Scale) -> tuple[_Candidate | None, str | None]:
     """The rating the answer gives: the strongest tier present; there, one value, or a restated form line.
 
     Two different values in the strongest tier are ambiguous (a failure naming them), except form
     lines of one and the same label ("Coherence: 2" ... "Coherence: 4"): the judge restated its
-    form, and the last one counts. A final/overall rating beats every other.
+    form, and the last one counts; and except a breakdown: ratings on list items are sub-scores
+    when the same tier has a rating stated outside any list, which counts. A final/overall rating
+    beats every other. ``4``, ``4/5`` and ``4 out of 5`` are one rating on a 1-5 scale.
     """
+    def rating(c: _Candidate) -> tuple[float, float | None]:
+        return c.value, None if c.denominator == scale.high else c.denominator
+
     tier = min(_tier(c) for c in cands)
     top = [c for c in cands if _tier(c) == tier]
-    if len({(c.value, c.denominator) for c in top}) == 1:
+    stated = [c for c in top if not c.item]
+    if stated and len(stated) < len(top) and len({rating(c) for c in top}) > 1:
+        top = stated  # "a score of 3 out of 5 ... breakdown: * Grammar: 2/5 * Vocabulary: 3/5"
+    if len({rating(c) for c in top}) == 1:
         return top[-1], None
     if all(c.level == FORM for c in top) and len({c.form for c in top}) == 1:
         return top[-1], None
     named = ", ".join(f"{_num(c.value)} ({c.text!r})" for c in top[:6])
     return None, f"ambiguous: {len(top)} different {_LEVEL_NAMES[tier]} ratings: {named}"
+
+
+def _restatements(cands: list[_Candidate], scale: Scale) -> list[_Candidate]:
+    """Ratings on another scale that restate an on-scale one exactly (``4/5`` ... ``8/10``): set aside."""
+    on_scale = {c.value for c in cands if c.denominator in (None, scale.high)}
+    return [c for c in cands if c.denominator not in (None, scale.high) and c.denominator
+            and c.value / c.denominator * scale.high in on_scale]
 
 
 def parse_rating(text: str, scale: Scale, label: str | None = None, *, prompt: str | None = None,
@@ -149,14 +252,20 @@ def parse_rating(text: str, scale: Scale, label: str | None = None, *, prompt: s
 
     Only the judge's own answer is read: lines that reproduce the prompt or the judged text are
     blanked first (:func:`assay.echo.own_answer`). Then the strongest kind of rating present
-    wins: a final/overall rating (``Final score: 5``), then a form line (``Coherence: 4``,
-    ``Score = 4``), then a rating stated in prose (``a score of 4``, ``4 out of 5``, ``4/5``,
-    ``I would give it a 3``, ``Three stars``), then a bare number (``4``, ``**3**``). List
-    markers, years, ranges, game scores (``3-2``), times and quantities (``6 people``) are no
-    ratings. Two different ratings of the strongest kind are ambiguous and fail, naming them,
-    except a restated form line of the same label, where the last counts. Values off the scale
-    are rejected, not clipped. A fractional value inside an integer scale is read as given and
-    flagged ``fractional`` (an error with ``strict``).
+    wins: a final/overall rating (``Final score: 5``, ``Overall coherence score: 4/5``), then a
+    form line (``Coherence: 4``, ``Score = 4``), then a rating stated in prose (``a score of 4``,
+    ``4 out of 5``, ``a four out of five``, ``4/5``, ``I would give it a 3``, ``Three stars``),
+    then a bare number (``4``, ``**3**``). List markers, years, ranges, game scores (``3-2``,
+    ``the score is 6-0``), times, compounds (``15-year-old``) and counts (``6 people``,
+    ``scored four goals``, ``217/228 Yazidis``) are no ratings. Hypothetical ratings are not the
+    judge's: ``keeps it from being a perfect 5 out of 5``, ``not a 5``, ``to make it a 5``,
+    ``would be a 5 if ...``. Two different ratings of the strongest kind are ambiguous and fail,
+    naming them, except a restated form line of the same label, where the last counts, and a
+    breakdown: ratings on list items are sub-scores when a rating of the same kind stands
+    outside the list. A rating on another scale that restates the on-scale one exactly
+    (``4/5`` ... ``Final score: 8/10``) is set aside. Values off the scale are rejected, not
+    clipped. A fractional value inside an integer scale is read as given and flagged
+    ``fractional`` (an error with ``strict``).
 
     Args:
         text: The judge's answer.
@@ -169,7 +278,12 @@ def parse_rating(text: str, scale: Scale, label: str | None = None, *, prompt: s
     cands = rating_candidates(own.text, label)
     if not cands:
         return Parsed(None, "no rating found" + (f": {own.describe()}" if own.echoed else ""), text)
-    chosen, error = _choose(cands)
+    real = [c for c in cands if not c.hypothetical]
+    if not real:
+        named = ", ".join(repr(c.text) for c in cands[:6])
+        return Parsed(None, f"no rating found: only hypothetical ratings ({named})", text)
+    restated = _restatements(real, scale)
+    chosen, error = _choose([c for c in real if c not in restated], scale)
     if chosen is None:
         return Parsed(None, str(error), text)
     value = chosen.value
