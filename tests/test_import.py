@@ -94,6 +94,17 @@ def test_match_on_fields_trims_whitespace_and_maps_names(tmp_path, two_docs, no_
     assert {j.score for j in judgments(tmp_path / "run").values()} == {3.0}
 
 
+def test_match_on_source_text_with_other_line_breaks(tmp_path, two_docs, no_judge):
+    """The issue's own command matches on the article text: a copy with other line breaks still finds its sample."""
+    recs = [{"source": "\n" + s.source.replace(" ", "\n", 3) + "  ", "system_id": s.system_id,
+             "all_responses": ["- Coherence: 4", "3"]} for s in two_docs.samples]
+    path = write_jsonl(tmp_path / "a.jsonl", recs)
+    res = import_answers(path, ImportOptions(method="geval", dataset="summeval", dimension=DIMENSION, mode="sampling",
+                                             answers="all_responses", match="source,system_id"), tmp_path / "run")
+    assert res.counts["matched"] == len(two_docs.samples) and res.counts["unmatched"] == 0
+    assert {j.score for j in judgments(tmp_path / "run").values()} == {3.5}
+
+
 def test_geval_sampling_n_answers_per_item(tmp_path, two_docs, no_judge):
     s = two_docs.samples[0]
     recs = [{"id": s.id, "rts": ["- Coherence: 4", "4", "Coherence: 2", "I cannot rate this."]}]

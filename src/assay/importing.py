@@ -64,12 +64,13 @@ def parse_match(spec: str | None, id_field: str | None = None) -> list[tuple[str
 
 
 def _key_part(value: Any) -> str | None:
-    """A matched field as compared: text with surrounding whitespace trimmed (numbers as written)."""
+    """A matched field as compared: text with surrounding whitespace trimmed and inner runs of whitespace as
+    one space (copies of an article differ in line breaks, not in words); numbers as written."""
     if value is None:
         return None
     if isinstance(value, float) and value.is_integer():
         value = int(value)
-    return str(value).strip()
+    return " ".join(str(value).split())
 
 
 # -- matching records to samples ----------------------------------------------------------------
