@@ -336,6 +336,10 @@ def test_csv_and_parquet_files(tmp_path, two_docs, no_judge):
     do_import(tmp_path / "a.parquet", tmp_path / "pq")
     assert {k: j.score for k, j in judgments(tmp_path / "csv").items()} == \
         {k: j.score for k, j in judgments(tmp_path / "pq").items()}
+    sampled = [{"id": s.id, "rts": ["Coherence: 2", "Coherence: 3"]} for s in two_docs.samples[:2]]
+    pd.DataFrame(sampled).to_parquet(tmp_path / "n.parquet", index=False)  # lists come back as arrays
+    do_import(tmp_path / "n.parquet", tmp_path / "npq", method="geval", mode="sampling")
+    assert {j.score for j in judgments(tmp_path / "npq").values()} == {2.5}
 
 
 # -- several imports into one run -----------------------------------------------------------------------

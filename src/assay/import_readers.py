@@ -14,7 +14,7 @@ from typing import Any
 
 from assay.datasets import Dataset
 from assay.errors import ConfigError, InputError
-from assay.importing import answer_texts, as_response, parse_logprobs
+from assay.importing import answer_texts, as_response, parse_logprobs, plain
 from assay.types import Dimension, Sample
 
 Read = tuple[float | None, dict[str, Any], str | None]
@@ -148,9 +148,7 @@ class CheckEvalReader(AnswerReader):
 
     def _answers(self, rec: dict[str, Any], file: str, record: Any) -> list[tuple[list[Any], str]]:
         """The answer texts with the questions each one answers (one text for all, or one per question)."""
-        from assay.importing import _plain
-
-        value = _plain(rec.get(self.answers))
+        value = plain(rec.get(self.answers))
         if isinstance(value, dict):
             unknown = [k for k in value if k not in {q.id for q in self.questions}]
             if unknown or not all(isinstance(v, str) for v in value.values()):

@@ -187,7 +187,7 @@ def describe_unmatched(m: Matching, where: Any = lambda i: i) -> str | None:
 # -- answer values --------------------------------------------------------------------------------
 
 
-def _plain(value: Any) -> Any:
+def plain(value: Any) -> Any:
     """A Parquet cell as plain Python (numpy arrays become lists)."""
     tolist = getattr(value, "tolist", None)
     return tolist() if callable(tolist) and not isinstance(value, str | bytes) else value
@@ -201,7 +201,7 @@ def answer_texts(rec: dict[str, Any], name: str, *, file: str, record: Any, many
     """
     if name not in rec or rec[name] is None:
         raise InputError("missing field (named by --answers)", file=file, record=record, field=name)
-    value = _plain(rec[name])
+    value = plain(rec[name])
     if isinstance(value, str):
         return [value]
     if many and isinstance(value, list) and value and all(isinstance(v, str) for v in value):
@@ -220,17 +220,17 @@ def parse_logprobs(value: Any, *, file: str, record: Any, name: str) -> list[Tok
     Raises:
         InputError: Anything else (naming file, record and field, and the first bad position).
     """
-    value = _plain(value)
+    value = plain(value)
     if isinstance(value, dict) and "content" in value:
-        value = _plain(value["content"])
+        value = plain(value["content"])
     if not isinstance(value, list) or not value:
         raise InputError("expected OpenAI's logprobs.content: a non-empty list of {token, logprob, top_logprobs}",
                          file=file, record=record, field=name)
     out = []
     for k, pos in enumerate(value):
-        pos = _plain(pos)
+        pos = plain(pos)
         try:
-            tops = [TopToken(token=t["token"], logprob=float(t["logprob"])) for t in _plain(pos.get("top_logprobs"))
+            tops = [TopToken(token=t["token"], logprob=float(t["logprob"])) for t in plain(pos.get("top_logprobs"))
                     or []]
             out.append(TokenLogprobs(token=pos["token"], logprob=float(pos["logprob"]), top=tops))
         except (AttributeError, KeyError, TypeError, ValueError) as exc:
