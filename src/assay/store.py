@@ -211,6 +211,32 @@ class RunStore:
             raise
         self._db.execute("COMMIT")
 
+    def record_import(self, samples: Iterable[Sample], judgments: Iterable[Judgment], manifest: dict[str, Any],
+                      notes: Iterable[tuple[str, str]] = ()) -> None:
+        """Write one import (``assay import``) at once: its samples, judgments, manifest and notes.
+
+        One transaction, so that an interrupted import leaves the run as it was and can simply be repeated.
+        A judgment for a unit already stored is an error (the whole import is rolled back).
+        """
+        self._db.execute("BEGIN")
+        try:
+            self._db.executemany(
+                "INSERT OR IGNORE INTO samples VALUES (?, ?, ?, ?, ?)",
+                [(s.id, s.doc_id, s.system_id, json.dumps(s.human), json.dumps(s.annotators)) for s in samples])
+            self._db.executemany(
+                "INSERT INTO judgments (sample_id, dimension, method, judge, score, error, trace, usage, created, "
+                "status) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [(j.sample_id, j.dimension, j.method, j.judge, j.score, j.error,
+                  json.dumps(j.trace, ensure_ascii=False), json.dumps({k: v.model_dump() for k, v in j.usage.items()}),
+                  time.time(), j.status) for j in judgments])
+            self.set_meta("manifest", manifest)
+            for kind, message in notes:
+                self.add_note(kind, message)
+        except BaseException:
+            self._db.execute("ROLLBACK")
+            raise
+        self._db.execute("COMMIT")
+
     def _status_column(self) -> str:
         """The status expression: the column, or its derivation in a run stored before it existed
         (a read-only store is never migrated)."""

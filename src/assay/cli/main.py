@@ -122,18 +122,9 @@ def _progress(quiet: bool) -> Progress:
 
 
 def _print_run(result: Any, *, priced: bool = False) -> None:
-    from assay.report.summary import run_summary
-
-    table = Table(title=f"{result.manifest['method']} on {result.manifest['dataset']['name']} "
-                        f"with {result.manifest['judge']['backend']}:{result.manifest['judge']['model']}")
-    summary = run_summary(result.run_dir)
-    for col in summary["columns"]:
-        table.add_column(col, justify="right" if col not in ("dimension",) else "left")
-    for row in summary["rows"]:
-        table.add_row(*[_cell(v) for v in row])
-    out.print(table)
-    if summary.get("level_note"):
-        out.print(summary["level_note"])
+    m = result.manifest
+    _print_summary_table(result.run_dir, f"{m['method']} on {m['dataset']['name']} "
+                                         f"with {m['judge']['backend']}:{m['judge']['model']}")
     usage = result.usage
     total_calls = sum(u.calls for u in usage.values())
     cached = sum(u.cached_calls for u in usage.values())
@@ -152,6 +143,21 @@ def _print_run(result: Any, *, priced: bool = False) -> None:
     for n in result.notes:
         out.print(f"[yellow]note ({escape(n['kind'])}, x{n['count']}):[/] {escape(n['message'])}")
     _print_incomplete(result)
+
+
+def _print_summary_table(run_dir: Path, title: str) -> None:
+    """The run's table per dimension (units, coverage, mean score, correlations with the human ratings)."""
+    from assay.report.summary import run_summary
+
+    table = Table(title=title)
+    summary = run_summary(run_dir)
+    for col in summary["columns"]:
+        table.add_column(col, justify="right" if col not in ("dimension",) else "left")
+    for row in summary["rows"]:
+        table.add_row(*[_cell(v) for v in row])
+    out.print(table)
+    if summary.get("level_note"):
+        out.print(summary["level_note"])
 
 
 def _print_incomplete(result: Any, shown: int = 5) -> None:
@@ -242,7 +248,7 @@ def export(run_dir: Path, format: Annotated[str, typer.Option("--format", "-f")]
 
 # Sub-commands living in their own modules: each module has ``register(app)``.
 _SUBCOMMAND_MODULES = ("assay.cli.meta", "assay.cli.geval", "assay.cli.checklist", "assay.cli.rubric",
-                       "assay.cli.report")
+                       "assay.cli.report", "assay.cli.importer")
 
 
 def _register_subcommands() -> None:

@@ -16,6 +16,10 @@ VariantOpt = Annotated[str, typer.Option("--kendall", help="Kendall variant: a, 
 BootOpt = Annotated[int, typer.Option("--bootstrap", "-b", help="Bootstrap resamples (0: no intervals)")]
 SeedOpt = Annotated[int, typer.Option("--seed", help="Bootstrap seed")]
 JsonOpt = Annotated[Path | None, typer.Option("--json", help="Write the full result as JSON to this file")]
+MapOpt = Annotated[list[str] | None, typer.Option("--map", help=(
+    "Scores-file field KEY=FIELD: id, doc_id, system_id, score, human, dimension, error, method, judge, score.DIM, "
+    "human.DIM"))]
+DatasetOpt = Annotated[str | None, typer.Option(help="Benchmark a scores file belongs to (level, scales)")]
 
 
 def print_table(table: dict[str, Any]) -> None:
@@ -93,9 +97,8 @@ def meta(
     ci: Annotated[float, typer.Option(help="Interval coverage")] = 0.95,
     split: Annotated[bool, typer.Option("--split", help="Add the high/low quality split (CheckEval 6.2)")] = False,
     threshold: Annotated[list[str] | None, typer.Option(help="Quality split DIMENSION=VALUE (repeatable)")] = None,
-    mapping: Annotated[list[str] | None, typer.Option("--map", help=(
-        "Scores-file field KEY=FIELD: id, doc_id, system_id, score, human, dimension, score.DIM, human.DIM"))] = None,
-    dataset: Annotated[str | None, typer.Option(help="Benchmark a scores file belongs to (level, scales)")] = None,
+    mapping: MapOpt = None,
+    dataset: DatasetOpt = None,
     json_path: JsonOpt = None,
 ) -> None:
     """Correlation with human ratings as the papers print it: per dimension and average, with coverage."""
@@ -132,6 +135,8 @@ def compare(
     alpha: Annotated[float, typer.Option(help="False discovery rate for Benjamini-Hochberg")] = 0.05,
     bins: Annotated[str | None, typer.Option(help="Fleiss bin edges for continuous scores, e.g. 0,0.25,0.5,0.75,1")]
     = None,
+    mapping: MapOpt = None,
+    dataset: DatasetOpt = None,
     json_path: JsonOpt = None,
 ) -> None:
     """Runs side by side: correlations, agreement per judge group, significance tests and stability."""
@@ -139,7 +144,7 @@ def compare(
     from assay.errors import ConfigError
     from assay.meta.compare import compare as run_compare
     from assay.meta.compare import load_groups
-    from assay.meta.inputs import load_scores
+    from assay.meta.inputs import load_scores, parse_mapping
     from assay.report.tables import (
         agreement_table,
         paired_table,
@@ -153,7 +158,8 @@ def compare(
         edges = [float(x) for x in bins.split(",")] if bins else None
     except ValueError:
         raise ConfigError(f"--bins {bins!r} must be comma-separated numbers") from None
-    tables = [load_scores(r) for r in runs]
+    fmap = parse_mapping(mapping) if mapping else None
+    tables = [load_scores(r, fmap, dataset=dataset) for r in runs]
     res = run_compare(tables, groups=load_groups(groups) if groups else None, level=level, dimensions=dimension,
                       measures=_measures(measure), variant=kendall, bootstrap=bootstrap,  # type: ignore[arg-type]
                       seed=seed, alpha=alpha, fleiss_bins=edges)

@@ -5,7 +5,8 @@ Layouts read without a mapping:
 - a run directory (``run.sqlite`` of :class:`assay.store.RunStore`);
 - UniEval's published layout: one record per item with a ``scores`` dict (human) beside a
   ``predict_scores`` dict (predicted), items grouped by ``doc_id`` or else by their ``source`` text;
-- the long layout of ``assay export``: ``sample_id, doc_id, system_id, dimension, score, human``.
+- the long layout of ``assay export``: ``sample_id, doc_id, system_id, dimension, score, human``, and where
+  present ``error`` (why an item has no score), ``method`` and ``judge``.
 
 Any other layout needs a mapping (see :class:`FieldMap`).
 """
@@ -36,6 +37,10 @@ class FieldMap(BaseModel):
             (``predict_scores``), or ``{dimension: field}``; in the long layout, the score field.
         human: Human scores, in the same form as ``score``.
         dimension: Long layout only: the field naming the dimension of each record.
+        error: Long layout only: why an item has no score (kept for the unscored-reasons table);
+            default ``error`` if present.
+        method: The field naming the method that scored the records; default ``method`` if present.
+        judge: The field naming the judge; default ``judge`` if present.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -46,6 +51,9 @@ class FieldMap(BaseModel):
     score: str | dict[str, str] | None = None
     human: str | dict[str, str] | None = None
     dimension: str | None = None
+    error: str | None = None
+    method: str | None = None
+    judge: str | None = None
 
 
 def parse_mapping(pairs: list[str]) -> FieldMap:
@@ -169,8 +177,9 @@ def _detect(records: list[Record], mapping: FieldMap | None, source: str) -> Fie
     if isinstance(first.get("predict_scores"), dict) and isinstance(first.get("scores"), dict):
         return FieldMap(**{"score": "predict_scores", "human": "scores", **base})
     if "dimension" in first and "score" in first:
+        present = {k: k for k in ("error", "method", "judge") if k in first}
         return FieldMap(**{"dimension": "dimension", "score": "score",
-                           "human": "human" if "human" in first else None, **base})
+                           "human": "human" if "human" in first else None, **present, **base})
     raise InputError("unknown scores layout: give a mapping (e.g. --map score=PRED_FIELD --map human=HUMAN_FIELD "
                      "--map doc_id=DOC_FIELD), or use UniEval's layout (scores + predict_scores) or the long "
                      "layout of `assay export`", file=source)
@@ -217,6 +226,7 @@ def table_from_records(records: list[Record], mapping: FieldMap | None = None, *
     m = _detect(records, mapping, source)
     docs: dict[str, str] = {}
     rows: list[dict[str, Any]] = []
+    errors: dict[tuple[str, str], str] = {}
     if m.dimension:
         for i, rec in enumerate(records):
             sid, doc, system = _ids(rec, i, m, docs)
@@ -224,6 +234,9 @@ def table_from_records(records: list[Record], mapping: FieldMap | None = None, *
                          "dimension": str(_get(rec, m.dimension)),
                          "score": _num(_get(rec, str(m.score)), source, i, "score"),
                          "human": _num(_get(rec, m.human), source, i, "human") if isinstance(m.human, str) else None})
+            error = _get(rec, m.error) if m.error else None
+            if rows[-1]["score"] is None and isinstance(error, str) and error.strip():
+                errors[(sid, rows[-1]["dimension"])] = error.strip()
     else:
         per_item = []
         for i, rec in enumerate(records):
@@ -240,7 +253,16 @@ def table_from_records(records: list[Record], mapping: FieldMap | None = None, *
         r = frame[dup].iloc[0]
         raise InputError(f"item {r['sample_id']!r} appears twice for {r['dimension']!r}; map a unique id field",
                          file=source)
-    return ScoreTable(frame=frame, name=name, source=source)
+    return ScoreTable(frame=frame, name=name, source=source, errors=errors,
+                      method=_single(records, m.method), judge=_single(records, m.judge))
+
+
+def _single(records: list[Record], name: str | None) -> str | None:
+    """The one value a field takes across the records (a file's method or judge), or None when it varies."""
+    if not name:
+        return None
+    values = {str(v) for rec in records if (v := _get(rec, name)) is not None and str(v).strip()}
+    return values.pop() if len(values) == 1 else None
 
 
 def _num(value: Any, source: str, record: int, name: str) -> float | None:
