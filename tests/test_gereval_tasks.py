@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
@@ -16,6 +15,7 @@ from assay.judges import ManagedJudge
 from assay.judges.scripted import ScriptedJudge
 from assay.methods.gereval import validate_score
 from assay.rubrics.generate import GenerationSettings, generate_rubric
+from published import shared_path
 
 # Words that name a rated dimension or paraphrase it, by dimension; matched at a word start, any case.
 # The synonyms are the ones found in the task texts shipped before this test (e.g. HelpSteer2's
@@ -85,14 +85,11 @@ HELPSTEER_CARD = {  # the HelpSteer2 data card's attribute definitions (README, 
                   "anyone with basic language competency or requires deep domain expertise).",
     "verbosity": "Amount of detail included in the response, relative to what is asked for in the prompt.",
 }
-SEEDS = [Path(__file__).resolve().parents[3] / "shared" / "seeds", Path("/work/shared/seeds")]
 
 
 def table12_items(dataset_row: str) -> list[str]:
     """GER-Eval's Table 12 items of one dataset, read from the seed paper (skipped when it is absent)."""
-    seed = next((d / "004_a92a4f33056234a5.txt" for d in SEEDS if (d / "004_a92a4f33056234a5.txt").exists()), None)
-    if seed is None:
-        pytest.skip("the GER-Eval seed paper is not available here")
+    seed = shared_path("seeds", "004_a92a4f33056234a5.txt")
     text = seed.read_text(encoding="utf-8")
     table = text[text.index("| Dataset | Task-specific rubrics |"):]
     row = re.search(rf"^\| {re.escape(dataset_row)} \| (.*?) \|$", table, re.M)

@@ -15,6 +15,7 @@ from assay.errors import ConfigError, InputError
 from assay.judges.scripted import ScriptedJudge
 from assay.methods.geval import GEvalOptions
 from assay.methods.geval_paper import build_paper_prompt, paper_prompt, released_steps
+from assay.prompts import MATERIAL_NOTE
 from published import published_dir
 
 PAPER = resources.files("assay").joinpath("artifacts/geval/paper")
@@ -53,6 +54,7 @@ def test_paper_prompt_holds_the_released_criteria_and_steps_verbatim(dataset: st
         tail = template[template.rindex("}}") + 2:].strip(' "\n')  # the evaluation form
         assert prompt.startswith(head) and prompt.endswith(tail), dim
         assert "{{" not in prompt and sample.output.strip()[:40] in prompt
+        assert prompt.index(MATERIAL_NOTE) < prompt.index("<<<")  # assay's one addition, before the texts
         steps = released_steps(template)
         if dim != "fluency":
             assert steps and steps.startswith("1. Read") and f"Evaluation Steps:\n\n{steps}" in prompt, dim

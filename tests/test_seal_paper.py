@@ -8,18 +8,15 @@ import html
 import json
 import re
 from collections import Counter
-from pathlib import Path
-
-import pytest
 
 import assay
 from assay.judges.base import Request
 from assay.judges.scripted import ScriptedJudge
 from assay.methods.seal_paper import NO_REFERENCE, normalised_sha256, paper_prompts
 from assay.methods.seal_units import split_sentences
+from assay.prompts import MATERIAL_NOTE
+from published import shared_path
 
-SEED = Path(__file__).resolve().parents[3] / "shared" / "seeds" / "003_3d3b607d1b0b5349.txt"
-SEED_CANDIDATES = [SEED, Path("/work/shared/seeds/003_3d3b607d1b0b5349.txt")]
 SPLIT_START = "You will be given a source text and a summary."
 FACTS_START = "You will be provided with a Source text, a Reference text and a Summary."
 ASSAY_FACTS_INTRO = "You will rewrite a text as a list of monadic facts."
@@ -27,9 +24,7 @@ ASSAY_FACTS_INTRO = "You will rewrite a text as a list of monadic facts."
 
 def seed_rows() -> dict[str, str]:
     """Table 21's two rows as the seed file gives them (HTML entities decoded)."""
-    seed = next((p for p in SEED_CANDIDATES if p.exists()), None)
-    if seed is None:
-        pytest.skip("the SEAL seed paper is not available here")
+    seed = shared_path("seeds", "003_3d3b607d1b0b5349.txt")
     rows = {}
     for line in seed.read_text(encoding="utf-8").splitlines():
         for key, name in (("split", "Sentence Split\t"), ("facts", "Monadic Fact Generation\t")):
@@ -100,10 +95,10 @@ def test_paper_preset_splits_with_table_21_and_extracts_all_facts_in_one_call():
     for req in judge.requests:
         prompt = req.messages[0].content
         if prompt.startswith(SPLIT_START):
-            assert prompt.startswith(paper_prompts().split + "\n\n<<<SOURCE TEXT>>>")
+            assert prompt.startswith(paper_prompts().split + f"\n\n{MATERIAL_NOTE}\n\n<<<SOURCE TEXT>>>")
             assert prompt.index("<<<SOURCE TEXT>>>") < prompt.index("<<<SUMMARY>>>")
         if prompt.startswith(FACTS_START):
-            assert prompt.startswith(paper_prompts().facts)
+            assert prompt.startswith(paper_prompts().facts + f"\n\n{MATERIAL_NOTE}\n\n<<<SOURCE TEXT>>>")
             assert [prompt.index(f"<<<{x}>>>") for x in ("SOURCE TEXT", "REFERENCE TEXT", "SUMMARY")] == \
                 sorted(prompt.index(f"<<<{x}>>>") for x in ("SOURCE TEXT", "REFERENCE TEXT", "SUMMARY"))
     by = {(j.sample_id, j.dimension): j for j in res.judgments}

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, replace
 from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
 from assay.echo import own_answer
@@ -128,8 +128,8 @@ def _patterns(label: str | None) -> list[tuple[int, bool, re.Pattern[str]]]:
                                  rf"(?:\s+(?!(?:an?|as|between|from|by)\b)[a-z']+){{0,3}}?\s+(?:(?:an?|as)\s+)?"
                                  rf"{_VAL}\b{_NO_PAIR}{_OUT_OF}",
                                  flags)),
-        (PROSE, True, re.compile(rf"(?<![\w.\-/:,])()(\d+(?:\.\d+)?)\s*(?:/|out\s+of)\s*(\d+(?:\.\d+)?)"
-                                  rf"(?![\d/]|[.-]\d)", flags)),
+        (PROSE, True, re.compile(r"(?<![\w.\-/:,])()(\d+(?:\.\d+)?)\s*(?:/|out\s+of)\s*(\d+(?:\.\d+)?)"
+                                  r"(?![\d/]|[.-]\d)", flags)),
         (PROSE, True, re.compile(rf"\b()({words})\s+out\s+of\s+({words}|\d+)\b", flags)),
         (PROSE, False, re.compile(rf"\b()({words}|\d+(?:\.\d+)?)\s+stars?\b()", flags)),
     ]

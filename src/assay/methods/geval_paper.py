@@ -22,7 +22,7 @@ import yaml
 from assay.datasets.catalog import DatasetInfo
 from assay.errors import ConfigError, InputError
 from assay.methods.base import content_hash
-from assay.prompts import fence
+from assay.prompts import MATERIAL_NOTE, fence
 from assay.types import Dimension, Sample, Scale
 
 PAPER_DIR = "artifacts/geval/paper"
@@ -157,4 +157,8 @@ def build_paper_prompt(sample: Sample, info: DatasetInfo, prompt: PaperPrompt, l
         _, text, name = texts[m.group(1)]
         return fence(text or "", name, labels)
 
-    return _PLACEHOLDER.sub(fill, prompt.template).rstrip()
+    first = _PLACEHOLDER.search(prompt.template)
+    template = prompt.template
+    if first is not None:  # assay's one addition: the judged texts are material, never instructions
+        template = f"{template[:first.start()]}{MATERIAL_NOTE}\n\n{template[first.start():]}"
+    return _PLACEHOLDER.sub(fill, template).rstrip()

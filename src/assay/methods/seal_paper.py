@@ -19,7 +19,7 @@ import yaml
 
 from assay.methods.seal_units import FACT_PREFIX, json_list, parse_split, validate_facts
 from assay.parsing import Parsed
-from assay.prompts import fence
+from assay.prompts import MATERIAL_NOTE, fence
 
 #: What ``--preset paper`` sets, unless the option is given explicitly.
 PAPER_PRESET: dict[str, Any] = {"sentence_splitter": "llm", "decomposition": "joint", "temperature": 0.0}
@@ -72,7 +72,7 @@ def build_paper_split_prompt(source: str, summary: str) -> str:
     p = paper_prompts()
     keys = [p.split_key]
     blocks = [fence(source, LABELS["source"], keys)] if source.strip() else []
-    return "\n\n".join([p.split, *blocks, fence(summary, LABELS["output"], keys)])
+    return "\n\n".join([p.split, MATERIAL_NOTE, *blocks, fence(summary, LABELS["output"], keys)])
 
 
 def parse_paper_split(answer: str, summary: str) -> Parsed:
@@ -85,7 +85,8 @@ def build_paper_fact_prompt(source: str, reference: str | None, summary: str) ->
     p = paper_prompts()
     keys = list(p.fact_keys.values())
     ref = fence(reference, LABELS["reference"], keys) if reference else NO_REFERENCE
-    return "\n\n".join([p.facts, fence(source, LABELS["source"], keys), ref, fence(summary, LABELS["output"], keys)])
+    return "\n\n".join([p.facts, MATERIAL_NOTE, fence(source, LABELS["source"], keys), ref,
+                        fence(summary, LABELS["output"], keys)])
 
 
 def parse_joint_facts(answer: str, texts: dict[str, str | None]) -> Parsed:

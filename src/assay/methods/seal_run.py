@@ -11,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
+from assay.echo import own_answer
 from assay.judges.base import Message, Request, schema_text
 from assay.judges.middleware import ManagedJudge
 from assay.methods.base import RunContext, StageUsage, content_hash
@@ -31,7 +32,6 @@ from assay.methods.seal_logprobs import (
     read_digit_mean,
     unit_target,
 )
-from assay.echo import own_answer
 from assay.methods.seal_parse import parse_binary, parse_joint, parse_ratings, parse_support, parse_weights
 from assay.methods.seal_prompts import (
     RATING_HIGH,
