@@ -305,3 +305,41 @@ def test_judged_text_with_markup_is_shown_as_text(tmp_path, chromium):
     assert pg.evaluate("window.__pwned") is None
     assert pg.locator("#sample-panel img, #sec-samples img").count() == 0
     assert p.errors == []
+
+
+# -- progress before judging (issue 17: G-Eval showed a blank screen while writing its steps) ------------
+
+def test_every_stage_before_judging_reports_its_status(tmp_path):
+    seen: list[str] = []
+    assay.evaluate(assay.load_dataset("topical-chat").select(limit=1), method="geval",
+                   judge=ScriptedJudge(_geval, name="status"), dimensions=DIMS, run_dir=tmp_path / "run",
+                   on_status=seen.append, on_start=lambda todo, done: seen.append(f"judging {todo}"))
+    assert seen[0].startswith("checking what scripted:status supports")
+    assert seen[1] == "preparing geval (artifacts: steps, checklists, rubrics, ...)"
+    assert {f"G-Eval: the judge writes the evaluation steps for {d}" for d in DIMS} <= set(seen)
+    assert seen[-1] == "judging 2"
+
+
+def test_the_run_command_shows_the_preparation_stage(tmp_path, cli, monkeypatch):
+    import assay.cli.main as main
+
+    lines: list[str] = []
+    real = main._progress
+
+    def recording(quiet):
+        bar = real(quiet)
+        update = bar.update
+        bar.update = lambda task, **kw: (lines.append(kw["description"]) if "description" in kw else None,
+                                         update(task, **kw))[1]
+        return bar
+
+    monkeypatch.setattr(main, "_progress", recording)
+    first = tmp_path / "first"  # a scripted run, replayed by the command (no model needed)
+    assay.evaluate("topical-chat", method="geval", judge=ScriptedJudge(_geval, name="status"), limit=1,
+                   dimensions=["engagingness"], run_dir=first)
+    code, _, _ = cli("run", "--method", "geval", "--dataset", "topical-chat", "--limit", "1", "--dimension",
+                     "engagingness", "--judge", f"replay:{first}", "--run-dir", str(tmp_path / "again"))
+    assert code == 0
+    assert lines[0] == f"loading judge replay:{first}"
+    assert "preparing geval (artifacts: steps, checklists, rubrics, ...)" in lines
+    assert "G-Eval: the judge writes the evaluation steps for engagingness" in lines

@@ -338,8 +338,10 @@ const AssayView = (() => {
       out.push(el("h5", {}, `sub-dimension weights (${w.source || "?"}${w.renormalised ? ", renormalised" : ""})`));
       out.push(table(subs, [w.values.map((x) => fmt(x))]));
     }
-    out.push(el("p", {class: "muted"}, "aggregation: the score is the weighted sum of each unit's decisions, " +
-      "averaged over units (see the unit scores)."));
+    const us = tr.unit_scores || [];
+    if (us.length) out.push(el("p", {class: "aggregation"}, `aggregation: unit score = Σ weight × decision ` +
+      `(eq. 6); score = mean of ${us.length} unit score(s) = ${fmt(us.reduce((a, b) => a + b, 0) / us.length)} ` +
+      `(eq. 7)` + (tr.score_range ? `, on the range [${tr.score_range.join(", ")}]` : "")));
     (tr.calls || []).forEach((c, i) => out.push(details(`call ${i + 1}: ${c.stage} (${c.purpose || ""})`,
       (c.attempts || []).map((a, j) => el("div", {}, el("p", {class: a.error ? "bad" : "muted"},
         `attempt ${j + 1}` + (a.error ? `: ${a.error}` : "")), pre(a.answer))))));
