@@ -66,6 +66,15 @@ METHODS = {"direct": (_direct, {}), "geval": (_geval, {}), "checkeval": (_checke
            "seal": (_seal, {}), "gereval": (_gereval, {"rubric": "human:topical-chat"})}
 
 
+def off_loop(fn, *args, **kwargs):
+    """Call ``fn`` in a thread of its own: once Playwright's sync API runs, this thread has an event loop."""
+    result: list = []
+    worker = threading.Thread(target=lambda: result.append(fn(*args, **kwargs)))
+    worker.start()
+    worker.join()
+    return result[0]
+
+
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory) -> dict[str, Path]:
     """A small run of each method (scripted judges) on three Topical-Chat samples, plus a second direct run."""
@@ -287,10 +296,7 @@ def test_judged_text_with_markup_is_shown_as_text(tmp_path, chromium):
                     "dimensions:\n  - {name: coherence, definition: \"Reads as one whole.\", "
                     "scale: {low: 1, high: 5}}\n")
     run = tmp_path / "run"
-    worker = threading.Thread(target=assay.evaluate, args=(str(spec),),  # Playwright's loop owns this thread
-                              kwargs={"method": "direct", "judge": ScriptedJudge(lambda r: EVIL), "run_dir": run})
-    worker.start()
-    worker.join()
+    off_loop(assay.evaluate, str(spec), method="direct", judge=ScriptedJudge(lambda r: EVIL), run_dir=run)
     html = _write(tmp_path, [run], dataset=str(spec))
     p = Page(chromium, html.as_uri() + "#sample=u1")
     pg = p.page
@@ -311,7 +317,7 @@ def test_judged_text_with_markup_is_shown_as_text(tmp_path, chromium):
 
 def test_every_stage_before_judging_reports_its_status(tmp_path):
     seen: list[str] = []
-    assay.evaluate(assay.load_dataset("topical-chat").select(limit=1), method="geval",
+    off_loop(assay.evaluate, assay.load_dataset("topical-chat").select(limit=1), method="geval",
                    judge=ScriptedJudge(_geval, name="status"), dimensions=DIMS, run_dir=tmp_path / "run",
                    on_status=seen.append, on_start=lambda todo, done: seen.append(f"judging {todo}"))
     assert seen[0].startswith("checking what scripted:status supports")
@@ -335,9 +341,9 @@ def test_the_run_command_shows_the_preparation_stage(tmp_path, cli, monkeypatch)
 
     monkeypatch.setattr(main, "_progress", recording)
     first = tmp_path / "first"  # a scripted run, replayed by the command (no model needed)
-    assay.evaluate("topical-chat", method="geval", judge=ScriptedJudge(_geval, name="status"), limit=1,
-                   dimensions=["engagingness"], run_dir=first)
-    code, _, _ = cli("run", "--method", "geval", "--dataset", "topical-chat", "--limit", "1", "--dimension",
+    off_loop(assay.evaluate, "topical-chat", method="geval", judge=ScriptedJudge(_geval, name="status"), limit=1,
+             dimensions=["engagingness"], run_dir=first)
+    code, _, _ = off_loop(cli, "run", "--method", "geval", "--dataset", "topical-chat", "--limit", "1", "--dimension",
                      "engagingness", "--judge", f"replay:{first}", "--run-dir", str(tmp_path / "again"))
     assert code == 0
     assert lines[0] == f"loading judge replay:{first}"
