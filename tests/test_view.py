@@ -349,3 +349,24 @@ def test_the_run_command_shows_the_preparation_stage(tmp_path, cli, monkeypatch)
     assert lines[0] == f"loading judge replay:{first}"
     assert "preparing geval (artifacts: steps, checklists, rubrics, ...)" in lines
     assert "G-Eval: the judge writes the evaluation steps for engagingness" in lines
+
+
+@browser
+def test_an_imported_run_shows_its_trace_and_is_marked_imported(tmp_path, chromium):
+    from assay.import_run import ImportOptions, import_answers
+
+    samples = assay.load_dataset("summeval").select(limit=2).samples
+    answers = tmp_path / "answers.jsonl"
+    answers.write_text("".join(json.dumps({"id": s.id, "a": "Q1: yes\nQ2: no"}) + "\n" for s in samples))
+    off_loop(import_answers, answers, ImportOptions(method="checkeval", dataset="summeval", dimension="coherence",
+                                                    answers="a", id="id"), tmp_path / "imported")
+    html = _write(tmp_path, [tmp_path / "imported"])
+    p = Page(chromium, html.as_uri() + "#sample=" + urllib.parse.quote(samples[1].id))
+    pg = p.page
+    pg.wait_for_selector(".judgment")
+    assert pg.locator("#sample-panel pre.out").inner_text().strip() == samples[1].output.strip()
+    answers_shown = pg.locator("table.questions td:nth-child(3)").all_inner_texts()
+    assert answers_shown[:2] == ["yes", "no"] and set(answers_shown[2:]) == {"missing"}
+    pg.goto(html.as_uri() + "#tab=overview")
+    assert pg.locator(".card.run .badge").inner_text() == "imported"
+    assert p.errors == []
