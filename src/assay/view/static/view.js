@@ -247,7 +247,7 @@ const AssayView = (() => {
           const x = get(a), y = get(b);
           if (x === null || x === undefined) return (y === null || y === undefined) ? a - b : 1;
           if (y === null || y === undefined) return -1;
-          return (x < y ? -1 : x > y ? 1 : a - b) * sign;
+          return x < y ? -sign : x > y ? sign : a - b;  // ties keep the stored order
         });
       }
       state.rows = rows;
@@ -386,7 +386,10 @@ const AssayView = (() => {
   function showSample(id) {
     const si = sampleIndex.get(id);
     const panel = document.getElementById("sample-panel");
-    for (const t of data.tabs) document.getElementById("sec-" + t.id).hidden = true;
+    for (const t of data.tabs) {
+      document.getElementById("sec-" + t.id).hidden = true;
+      document.getElementById("tab-" + t.id).classList.remove("active");
+    }
     panel.hidden = false;
     panel.replaceChildren();
     panel.appendChild(el("button", {class: "back", onclick: () => history.length > 1 ? history.back() :
