@@ -62,7 +62,9 @@ def _direct(req) -> str:
     return "I cannot say" if _h(c) % 4 == 0 else str(1 + _h(c) % 3)
 
 
-METHODS = {"direct": (_direct, {}), "geval": (_geval, {}), "checkeval": (_checkeval, {"checklist": "topical-chat"}),
+# G-Eval asks for log-probabilities the scripted judge lacks: a recorded fallback note to show
+METHODS = {"direct": (_direct, {}), "geval": (_geval, {"mode": "logprobs"}),
+           "checkeval": (_checkeval, {"checklist": "topical-chat"}),
            "seal": (_seal, {}), "gereval": (_gereval, {"rubric": "human:topical-chat"})}
 
 
@@ -128,6 +130,8 @@ def test_view_data_of_every_method(runs):
     assert len(data["samples"]) == 3 and all(data["texts"][s["out"]] for s in data["samples"])
     geval = data["runs"][1]
     assert geval["steps"]["engagingness"].startswith("1. Read it.")
+    notes = [(n["kind"], n["message"]) for n in geval["notes"]]  # the sampling fallback, listed once
+    assert sum("replaced by sampling" in m for _, m in notes) == 1 and notes[0][0] == "fallback"
     assert "engagingness" in data["runs"][4]["rubric"]["criteria"]
     row = next(r for r in data["runs"][2]["meta"]["rows"] if r["dimension"] == "engagingness")
     assert row["spearman_ci"] is not None and "n=3" in row["warning"]
@@ -167,6 +171,30 @@ def test_report_is_the_viewers_static_export(runs, tmp_path, cli):
     page = (tmp_path / "r.html").read_text()
     assert "id='assay-data'" in page and "plotly.js v" in page  # data and Plotly inline
     assert not re.search(r"<(script|link)[^>]+(src|href)=", page)  # nothing fetched
+
+
+def test_view_without_output_serves_on_loopback_until_stopped(runs, cli, monkeypatch):
+    import assay.view.serve as serving
+
+    fetched: list[bytes] = []
+    real = serving.serve
+
+    def serve_and_visit(page, port):
+        server = real(page, port)
+
+        def visit():
+            with urllib.request.urlopen(f"http://127.0.0.1:{server.server_address[1]}/", timeout=10) as resp:
+                fetched.append(resp.read())
+            server.shutdown()  # as Ctrl-C would
+
+        threading.Thread(target=visit, daemon=True).start()
+        return server
+
+    monkeypatch.setattr(serving, "serve", serve_and_visit)
+    monkeypatch.setattr("webbrowser.open", lambda url: pytest.fail("--no-browser opened a browser"))
+    code, out, _ = cli("view", str(runs["direct"]), "--port", "0", "--no-browser", "--bootstrap", "0")
+    assert code == 0 and "serving http://127.0.0.1:" in out
+    assert fetched and b"id='assay-data'" in fetched[0]
 
 
 def test_serve_answers_the_page_on_loopback(runs):
@@ -277,7 +305,18 @@ def test_filters_search_and_disagreement_sort_change_the_table(runs, chromium, t
     pg.wait_for_timeout(200)
     dis = [float(x) for x in pg.locator("#sample-table tbody td:nth-child(7)").all_inner_texts() if x != "–"]
     assert dis == sorted(dis, reverse=True) and dis
+    # the scatter: hovering a point names its sample (escaped), clicking it opens the sample
+    pg.goto(html.as_uri() + "#tab=overview")
+    pg.wait_for_selector("#scatter .main-svg")
+    hover = pg.evaluate("document.getElementById('scatter').data[0].text[0]")
+    sid = pg.evaluate("document.getElementById('scatter').data[0].customdata[0]")
+    assert hover.startswith(sid + "<br>score ")
+    pg.evaluate("id => document.getElementById('scatter').emit('plotly_click', {points: [{customdata: id}]})", sid)
+    pg.wait_for_selector(".judgment")
+    assert pg.locator("#sample-panel h2 code").inner_text() == sid
     # two runs side by side on one sample
+    pg.goto(html.as_uri() + "#tab=samples")
+    pg.wait_for_selector("#sample-table tbody tr")
     pg.locator("#sample-table tbody tr").first.click()
     pg.wait_for_selector(".compare .side.two")
     assert pg.locator(".compare .side.two").first.locator(".judgment").count() == 2

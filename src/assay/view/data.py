@@ -99,8 +99,7 @@ def _run_entry(run: dict[str, Any], bootstrap: int, seed: int, level: str | None
         "name": run["dir"].name, "path": str(run["dir"]), "method": method, "judge": judge,
         "label": run_label(run["dir"].name, method, judge), "imported": bool(m.get("imported")),
         "dataset": (m.get("dataset") or {}).get("name"), "units": m.get("units"),
-        "settings": m.get("method_settings") or {}, "notes": run["notes"] + [
-            {"kind": "manifest", "message": str(n), "count": 1} for n in m.get("notes") or []],
+        "settings": m.get("method_settings") or {}, "notes": run["notes"],  # the manifest's notes are a copy
         "steps": steps_by_dimension((k, v["content"]) for k, v in arts.items()),
         "rubric": _rubric(arts),
         "meta": _meta(run["dir"], bootstrap, seed, level),
