@@ -301,6 +301,10 @@ def test_filters_search_and_disagreement_sort_change_the_table(runs, chromium, t
     pg.fill("#search", "argmax")
     pg.wait_for_function("document.querySelectorAll('#sample-table tbody tr').length === 4")
     pg.fill("#search", "")
+    pg.select_option("#f-dis", "0.5")  # only the large disagreements (percentile ranks 0.5 apart or more)
+    large = [float(x) for x in pg.locator("#sample-table tbody td:nth-child(7)").all_inner_texts()]
+    assert large and min(large) >= 0.5 and len(large) < total
+    pg.select_option("#f-dis", "")
     pg.select_option("#sort", "6:desc")
     pg.wait_for_timeout(200)
     dis = [float(x) for x in pg.locator("#sample-table tbody td:nth-child(7)").all_inner_texts() if x != "–"]

@@ -190,7 +190,7 @@ const AssayView = (() => {
     ["error / output", (k) => J.err[k] || clip(text(data.samples[J.s[k]].out), 200)],
   ];
   function renderSamples(root) {
-    const state = {dim: "", run: "", status: "", q: "", sort: null, desc: false, rows: []};
+    const state = {dim: "", run: "", status: "", dis: "", q: "", sort: null, desc: false, rows: []};
     const count = el("span", {id: "row-count", class: "muted"});
     const select = (id, label, options, key) => {
       const s = el("select", {id, onchange: () => { state[key] = s.value; refresh(); }},
@@ -214,6 +214,8 @@ const AssayView = (() => {
       select("f-dim", "dimension", [["", "all"], ...data.dims.map((d, i) => [String(i), d])], "dim"),
       select("f-run", "run", [["", "all"], ...data.runs.map((r, i) => [String(i), r.label])], "run"),
       select("f-status", "status", [["", "all"], ["unscored", "failed / unscored"], ["scored", "scored"]], "status"),
+      select("f-dis", "disagreement with humans", [["", "any"], ["0.25", "≥ 0.25"], ["0.5", "≥ 0.5"],
+        ["0.75", "≥ 0.75"]], "dis"),
       el("label", {}, "sort ", sortSel), search, count));
     const head = el("tr", {}, COLS.map(([name], c) => el("th", {onclick: () => {
       state.desc = state.sort === c ? !state.desc : false;
@@ -236,6 +238,7 @@ const AssayView = (() => {
         if (r >= 0 && J.r[k] !== r) continue;
         if (state.status === "unscored" && J.score[k] !== null) continue;
         if (state.status === "scored" && J.score[k] === null) continue;
+        if (state.dis !== "" && !(J.dis[k] !== null && J.dis[k] >= Number(state.dis))) continue;
         if (state.q && !searchText(J.s[k]).includes(state.q) && !(J.err[k] || "").toLowerCase().includes(state.q))
           continue;
         rows.push(k);
@@ -287,7 +290,7 @@ const AssayView = (() => {
   function renderGeval(tr, run, dim) {
     const out = [];
     if (run.steps[dim]) out.push(el("h5", {}, "evaluation steps"), pre(run.steps[dim]));
-    out.push(kv([["mode", tr.mode], ["samples", tr.samples], ["parsed", tr.parsed], ["unparseable", tr.unparseable],
+    out.push(kv([["mode", tr.mode], ["answer", tr.answer], ["samples", tr.samples], ["parsed", tr.parsed], ["unparseable", tr.unparseable],
       ["criteria", tr.criteria_source], ["parse errors", tr.parse_errors && Object.keys(tr.parse_errors).length ?
         tr.parse_errors : null], ["fallback", tr.fallback]]));
     const dist = tr.distribution || {};
