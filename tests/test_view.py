@@ -197,6 +197,15 @@ def test_view_without_output_serves_on_loopback_until_stopped(runs, cli, monkeyp
     assert fetched and b"id='assay-data'" in fetched[0]
 
 
+def test_a_scores_file_or_a_missing_run_is_refused_in_one_line(tmp_path, cli):
+    scores = tmp_path / "scores.jsonl"
+    scores.write_text("{}\n")
+    code, _, err = cli("view", str(scores), "-o", str(tmp_path / "v.html"))
+    assert code == 1 and "a file; the viewer reads run directories" in err and "--run-dir" not in err
+    code, _, err = cli("report", str(tmp_path / "nowhere"), "-o", str(tmp_path / "v.html"))
+    assert code == 1 and "not a run directory" in err and not (tmp_path / "v.html").exists()
+
+
 def test_serve_answers_the_page_on_loopback(runs):
     from assay.view.serve import serve
 

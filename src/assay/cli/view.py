@@ -14,7 +14,7 @@ SeedOpt = Annotated[int, typer.Option(help="Bootstrap seed")]
 LevelOpt = Annotated[str | None, typer.Option("--level", "-l", help="sample, system or dataset")]
 DatasetOpt = Annotated[str | None, typer.Option(
     "--dataset", "-d", help="Where the texts are when the run's dataset name alone does not load (a spec file)")]
-GroupsOpt = Annotated[Path | None, typer.Option(help="JSON/YAML {group: [judge or run name, ...]}")]
+GroupsOpt = Annotated[Path | None, typer.Option(help="JSON/YAML mapping each group to its judge or run names")]
 
 
 def _page(runs: list[Path], bootstrap: int, seed: int, level: str | None, groups: Path | None,

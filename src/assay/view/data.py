@@ -33,13 +33,16 @@ def build_view_data(run_dirs: Sequence[str | Path], *, bootstrap: int = 1000, se
         prompt_budget: Characters of raw prompts to inline at most.
 
     Raises:
-        InputError: A directory that is not a readable run.
+        ConfigError: A path that is a file (a scores file, not a run).
+        AssayError: A directory that is not a readable run.
     """
     from assay import __version__
-    from assay.store import check_run_dir
+    from assay.errors import ConfigError
 
     for d in run_dirs:
-        check_run_dir(d)
+        if Path(d).is_file():
+            raise ConfigError(f"{d}: a file; the viewer reads run directories (a scores file goes to `assay meta` "
+                              "or `assay compare`)")
     texts = TextTable()
     notes: list[str] = []
     runs = [_read_run(Path(d)) for d in run_dirs]
