@@ -338,6 +338,24 @@ def test_filters_search_and_disagreement_sort_change_the_table(runs, chromium, t
 
 
 @browser
+def test_a_section_added_to_the_list_gets_a_tab_and_its_data(runs, chromium, tmp_path):
+    from assay.view.page import DEFAULT_SECTIONS, Section
+
+    script = """AssayView.section("diagnostics", (root, data, app) => {
+      root.appendChild(app.table(["check", "result"], data.sections.diagnostics.rows));
+    });"""
+    extra = Section("diagnostics", "Diagnostics", script, {"rows": [["position bias", "<b>none</b>"]]})
+    html = tmp_path / "view.html"
+    html.write_text(render_page(build_view_data([runs["direct"]], bootstrap=0), [*DEFAULT_SECTIONS, extra]))
+    p = Page(chromium, html.as_uri() + "#tab=diagnostics")
+    pg = p.page
+    pg.wait_for_selector("#sec-diagnostics table")
+    assert pg.locator("#tab-diagnostics").inner_text() == "Diagnostics"
+    assert pg.locator("#sec-diagnostics td").all_inner_texts() == ["position bias", "<b>none</b>"]
+    assert p.errors == []
+
+
+@browser
 def test_judged_text_with_markup_is_shown_as_text(tmp_path, chromium):
     data = tmp_path / "data.jsonl"
     data.write_text("".join(json.dumps({"uid": f"u{i}", "doc": f"d{i}", "src": f"ticket {i}", "out": EVIL + str(i),

@@ -130,7 +130,7 @@ const AssayView = (() => {
           escHover(clip(text(s.out) || "", 120)));
       }
       return {x, y, customdata: ids, text: hover, hoverinfo: "text", mode: "markers", type: "scattergl",
-        name: clip(run.label, 60), marker: {size: 7, opacity: 0.6}};
+        name: escHover(clip(run.label, 60)), marker: {size: 7, opacity: 0.6}};
     });
     Plotly.newPlot(container, traces, {
       margin: {t: 40, l: 60, r: 20, b: 50}, height: 420, title: {text: escHover(`${dim}: predicted score vs human rating`),
