@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import json
 import re
 import shutil
@@ -20,14 +21,17 @@ from assay.view.derive import interval_warning, rank_disagreement, run_label
 from assay.view.page import script_json
 
 CHROMIUM = shutil.which("chromium")
-browser_available = pytest.mark.skipif(CHROMIUM is None or __import__("importlib").util.find_spec("playwright") is None,
-                             reason="needs the system chromium (apt-get install chromium) and playwright "
-                                    "(pip install -e '.[test]')")
+MISSING = [what for what, ok in [
+    ("the system chromium on the PATH (Debian/Ubuntu: apt-get install -y chromium)", CHROMIUM is not None),
+    ("playwright (pip install -e '.[test]'; no browser download is needed)",
+     importlib.util.find_spec("playwright") is not None)] if not ok]
 
 
 def browser(fn):
-    """Marked ``browser`` and skipped, saying why, without chromium or playwright."""
-    return pytest.mark.browser(browser_available(fn))
+    """Marked ``browser`` and skipped, saying what is missing, without chromium or playwright."""
+    return pytest.mark.browser(pytest.mark.skipif(bool(MISSING), reason="needs " + " and ".join(MISSING))(fn))
+
+
 DIMS = ["engagingness", "naturalness"]
 EVIL = "<script>window.__pwned = 1</script><img src=x onerror=\"window.__pwned = 2\">"
 
