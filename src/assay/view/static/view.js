@@ -266,7 +266,10 @@ const AssayView = (() => {
       body.replaceChildren(...state.rows.slice(first, last).map((k) => el("tr", {
         class: "st-" + STATUS[J.st[k]], "data-sample": data.samples[J.s[k]].id,
         onclick: () => openSample(data.samples[J.s[k]].id)},
-      COLS.map(([, get]) => el("td", {}, typeof get(k) === "number" ? fmt(get(k)) : (get(k) ?? "–"))))));
+      COLS.map(([, get]) => {
+        const v = typeof get(k) === "number" ? fmt(get(k)) : (get(k) ?? "–");
+        return el("td", {title: v}, v);  // the whole text on hover where the cell cuts it
+      }))));
     }
     refresh();
   }
