@@ -291,6 +291,7 @@ def test_each_method_renders_overview_table_and_deep_linked_trace(method, runs, 
         assert set(pg.locator("table.units td:nth-child(3)").all_inner_texts()) <= {"0", "1", "–"}
     if method == "geval":
         pg.wait_for_selector(".bars .main-svg")
+        assert "notes on fallbacks in this run (1)" in panel  # logprobs asked, sampling used: said beside the trace
     pg.screenshot(path=str(tmp_path / f"{method}-sample.png"), full_page=True)
     assert p.errors == []
 

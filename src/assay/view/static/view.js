@@ -387,6 +387,7 @@ const AssayView = (() => {
       render ? render(tr, run, dim) : kv(Object.entries(tr)),
       prompts.map((s) => details(`prompt ${s}`, data.prompts[s].map((m) => el("div", {}, el("b", {}, m.role),
         pre(m.content))))),
+      run.notes.length ? details(`notes on fallbacks in this run (${run.notes.length})`, notesList(run.notes)) : null,
       details("raw trace", pre(JSON.stringify(tr, null, 1))));
   }
   function showSample(id) {
