@@ -156,7 +156,10 @@ def test_cli_run_with_failing_units_exits_3_and_resume_retries_only_them(tmp_pat
         assert row["coverage"] == pytest.approx(3 / 5) and row["items"] == 5
         report = runner.invoke(app, ["report", str(run_dir), "-o", str(tmp_path / "r.html")])
         assert report.exit_code == 0, report.output
-        assert "60.0%" in (tmp_path / "r.html").read_text() and "100.0%" not in (tmp_path / "r.html").read_text()
+        page = (tmp_path / "r.html").read_text()  # the viewer's static export: coverage in its inline data
+        view = json.loads(page.split("id='assay-data'>", 1)[1].split("</script>", 1)[0])
+        assert view["runs"][0]["meta"]["rows"][0]["coverage"] == pytest.approx(3 / 5)
+        assert sorted(view["judgments"]["st"]) == [0, 0, 0, 2, 2]  # 3 scored, 2 failed (counted, not hidden)
         shutil.copytree(run_dir, tmp_path / "same")
         compare = runner.invoke(app, ["compare", str(run_dir), str(tmp_path / "same")])
         assert compare.exit_code == 0, compare.output

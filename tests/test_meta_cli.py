@@ -107,9 +107,10 @@ def test_compare_and_report_on_run_directories(runs, tmp_path):
     assert "agreement among judges" in res.output and "stability" in res.output
     html = tmp_path / "report.html"
     _invoke("report", *map(str, runs), "-o", str(html))
-    page = html.read_text()
-    assert page.count("data:image/png;base64,") == 4  # a scatter per run plus the stability density
-    assert "agreement among judges" in page and "human annotators" in page
+    page = html.read_text()  # the viewer's static export: its data inline, each run labelled apart
+    data = json.loads(page.split("id='assay-data'>", 1)[1].split("</script>", 1)[0])
+    assert [r["label"] for r in data["runs"]] == [f"direct-{s} · direct · scripted:hash-{s}" for s in "abc"]
+    assert data["compare"]["agreement"] and data["compare"]["human_agreement"]
 
 
 @pytest.mark.parametrize("args", [["--level", "corpus"], ["--kendall", "z"], ["--measure", "cosine"],

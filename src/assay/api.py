@@ -6,7 +6,7 @@ import asyncio
 import platform
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -80,6 +80,7 @@ def evaluate(
     prices: PriceTable | None = None,
     on_start: Callable[[int, int], None] | None = None,
     on_update: Callable[[Progress, ManagedJudge], None] | None = None,
+    on_status: Callable[[str], None] | None = None,
 ) -> RunResult:
     """Judge a dataset's samples with a method and a judge; resume if ``run_dir`` holds this run.
 
@@ -101,11 +102,14 @@ def evaluate(
             judge's model. The cost goes into the manifest (``cost_usd``, ``usage`` per stage).
         on_start: Called with (units to do, units already done) before work starts.
         on_update: Called after each unit (the CLI's progress bar).
+        on_status: Called with a line saying what the run is doing before judging starts (loading the
+            judge, probing it, building artifacts such as G-Eval's steps, with the judge calls so far), so
+            that a long preparation never looks like a hang.
     """
     return asyncio.run(evaluate_async(
         data, method=method, judge=judge, dimensions=dimensions, run_dir=run_dir, options=options,
         judge_options=judge_options, limit=limit, docs=docs, concurrency=concurrency, retry=retry,
-        prices=prices, on_start=on_start, on_update=on_update))
+        prices=prices, on_start=on_start, on_update=on_update, on_status=on_status))
 
 
 async def evaluate_async(
@@ -124,6 +128,7 @@ async def evaluate_async(
     prices: PriceTable | None = None,
     on_start: Callable[[int, int], None] | None = None,
     on_update: Callable[[Progress, ManagedJudge], None] | None = None,
+    on_status: Callable[[str], None] | None = None,
 ) -> RunResult:
     """The async form of :func:`evaluate`, for callers that already run an event loop."""
     dataset, dim_names = _as_dataset(data, dimensions)
@@ -134,6 +139,9 @@ async def evaluate_async(
         check_run_dir(run_dir)
     run_path = Path(run_dir) if run_dir is not None else Path(tempfile.mkdtemp(prefix="assay-run-"))
     owns_judge = isinstance(judge, str)  # a Judge object passed in stays open: its owner may use it again
+    status = on_status or (lambda message: None)
+    if owns_judge:
+        status(f"loading judge {judge}")
     bare = load_judge(judge, **(judge_options or {})) if isinstance(judge, str) else judge
     try:
         if prices is not None:  # before the run directory is made
@@ -147,6 +155,7 @@ async def evaluate_async(
     try:
         # before any judge call: another run's settings must cost nothing and write nothing here
         store.check(_fingerprint(meth, bare, dataset, dims), before_prepare=True)
+        status(f"checking what {bare.identity.label} supports")
         logprobs_reason = await _detect_capabilities(bare, store, retry)
         notes: list[tuple[str, str]] = []
 
@@ -163,8 +172,9 @@ async def evaluate_async(
             store.put_artifact(name, digest, text)
             return digest
 
-        ctx = RunContext(dataset=dataset, dimensions=dims, judge=managed, note=note, artifacts=put_artifact)
-        prepared = await meth.prepare(ctx)
+        ctx = RunContext(dataset=dataset, dimensions=dims, judge=managed, note=note, artifacts=put_artifact,
+                         status=status)
+        prepared = await _preparing(meth.prepare(ctx), meth.name, managed, status)
         manifest = {
             **_fingerprint(meth, bare, dataset, dims),  # now with the settings that preparation decided
             "artifacts": prepared,
@@ -217,6 +227,21 @@ def usage_totals(sessions: list[dict[str, Any]]) -> tuple[dict[str, dict[str, An
     priced = any(s.get("_prices") for s in sessions)
     cost = sum(u.cost_usd for u in by_stage.values()) if priced else None
     return {k: v.model_dump() for k, v in by_stage.items()}, cost
+
+
+async def _preparing(prepare: Awaitable[dict[str, Any]], method: str, judge: ManagedJudge,
+                     status: Callable[[str], None], every_s: float = 0.5) -> dict[str, Any]:
+    """Await a method's preparation, saying every ``every_s`` seconds how many judge calls it has made."""
+    task = asyncio.ensure_future(prepare)
+    started = time.monotonic()
+    status(f"preparing {method} (artifacts: steps, checklists, rubrics, ...)")
+    while not task.done():
+        await asyncio.wait({task}, timeout=every_s)
+        if not task.done():
+            u = judge.ledger.total()
+            status(f"preparing {method}: {u.calls} judge call(s) so far ({u.cached_calls} from cache), "
+                   f"{time.monotonic() - started:.0f} s")
+    return task.result()
 
 
 async def _detect_capabilities(judge: Judge, store: RunStore, retry: RetryPolicy | None) -> str | None:

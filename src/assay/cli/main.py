@@ -93,8 +93,13 @@ def run(
     price_table = PriceTable.load(prices) if prices else None
     bar = _progress(quiet)
     task: list[Any] = []
+    stage = bar.add_task("starting", total=None, stats="")  # every stage before judging shows here
+
+    def on_status(message: str) -> None:
+        bar.update(stage, description=escape(message))
 
     def on_start(todo: int, done: int) -> None:
+        bar.remove_task(stage)
         if done:
             console.print(f"[bold]resuming[/] {escape(str(run_path))}: {done} units already done, {todo} to go")
         task.append(bar.add_task(method, total=todo, stats=""))
@@ -109,7 +114,7 @@ def run(
         result = evaluate(dataset, method=method, judge=judge, dimensions=dimension, run_dir=run_path,
                           options=options, judge_options=judge_options(judge_opt), limit=limit, docs=docs,
                           concurrency=concurrency, retry=RetryPolicy(timeout_s=timeout, max_attempts=retries),
-                          prices=price_table, on_start=on_start, on_update=on_update)
+                          prices=price_table, on_start=on_start, on_update=on_update, on_status=on_status)
     _print_run(result, priced=price_table is not None)
     if not result.complete:
         raise typer.Exit(EXIT_INCOMPLETE)
@@ -248,7 +253,7 @@ def export(run_dir: Path, format: Annotated[str, typer.Option("--format", "-f")]
 
 # Sub-commands living in their own modules: each module has ``register(app)``.
 _SUBCOMMAND_MODULES = ("assay.cli.meta", "assay.cli.geval", "assay.cli.checklist", "assay.cli.rubric",
-                       "assay.cli.report", "assay.cli.importer")
+                       "assay.cli.view", "assay.cli.importer")
 
 
 def _register_subcommands() -> None:

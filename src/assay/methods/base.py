@@ -34,6 +34,8 @@ class RunContext:
         note: Records a fallback or warning in the run manifest and the run's output, e.g.
             ``note("fallback", "judge gives no log-probabilities: sampling instead")``.
         artifacts: Stores a prepared artifact's text in the run (name, text) and returns its hash.
+        status: Says what a long preparation is doing (``"G-Eval: writing evaluation steps for coherence"``),
+            shown by ``assay run`` while nothing is judged yet.
     """
 
     dataset: Dataset
@@ -41,6 +43,7 @@ class RunContext:
     judge: ManagedJudge
     note: Callable[[str, str], None] = lambda kind, message: None
     artifacts: Callable[[str, str], str] = field(default=lambda name, text: content_hash(text))
+    status: Callable[[str], None] = lambda message: None
 
 
 class Method(abc.ABC):

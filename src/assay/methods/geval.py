@@ -503,6 +503,7 @@ class GEval(Method):
                                   f"the dimension's is {dimension.scale.label()}")
             source = f"file:{self.options.steps}"
         else:
+            ctx.status(f"G-Eval: the judge writes the evaluation steps for {dimension.name}")
             entry, error = await generate_steps(ctx.judge, info, dimension, max_tokens=self.options.steps_max_tokens)
             if entry is None:
                 msg = (f"geval: the judge wrote no usable evaluation steps for {dimension.name} ({error}); "

@@ -1,0 +1,82 @@
+"""``assay view``: the interactive viewer, written to one HTML file or served on 127.0.0.1 (``report``: its alias)."""
+
+from __future__ import annotations
+
+import webbrowser
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+RunsArg = Annotated[list[Path], typer.Argument(help="Run directories")]
+BootOpt = Annotated[int, typer.Option("--bootstrap", "-b", help="Bootstrap resamples for the intervals (0: none)")]
+SeedOpt = Annotated[int, typer.Option(help="Bootstrap seed")]
+LevelOpt = Annotated[str | None, typer.Option("--level", "-l", help="sample, system or dataset")]
+DatasetOpt = Annotated[str | None, typer.Option(
+    "--dataset", "-d", help="Where the texts are when the run's dataset name alone does not load (a spec file)")]
+GroupsOpt = Annotated[Path | None, typer.Option(help="JSON/YAML mapping each group to its judge or run names")]
+
+
+def _page(runs: list[Path], bootstrap: int, seed: int, level: str | None, groups: Path | None,
+          dataset: str | None) -> str:
+    from assay.meta.compare import load_groups
+    from assay.view import build_view_data, render_page
+
+    data = build_view_data(runs, bootstrap=bootstrap, seed=seed, level=level,
+                           groups=load_groups(groups) if groups else None, dataset=dataset)
+    return render_page(data)
+
+
+def view(
+    runs: RunsArg,
+    output: Annotated[Path | None, typer.Option("--output", "-o", help="Write one self-contained HTML file")] = None,
+    port: Annotated[int, typer.Option(help="Port on 127.0.0.1 when serving (0: any free port)")] = 8765,
+    no_browser: Annotated[bool, typer.Option("--no-browser", help="Serve without opening a browser")] = False,
+    bootstrap: BootOpt = 1000,
+    seed: SeedOpt = 0,
+    level: LevelOpt = None,
+    groups: GroupsOpt = None,
+    dataset: DatasetOpt = None,
+) -> None:
+    """Browse runs: overview, samples with their traces, two runs side by side. -o writes a file; else it serves."""
+    from assay.cli.main import console, out
+    from assay.view.serve import serve
+
+    page = _page(runs, bootstrap, seed, level, groups, dataset)
+    if output:
+        output.write_text(page, encoding="utf-8")
+        out.print(f"wrote {output} ({output.stat().st_size / 1e6:.1f} MB; opens from disk, no network)")
+        return
+    server = serve(page.encode("utf-8"), port)
+    url = f"http://127.0.0.1:{server.server_address[1]}/"
+    out.print(f"serving {url} (Ctrl-C stops)")
+    if not no_browser:
+        webbrowser.open(url)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        console.print("stopped")
+    finally:
+        server.server_close()
+
+
+def report(
+    runs: RunsArg,
+    output: Annotated[Path, typer.Option("--output", "-o", help="HTML file to write")] = Path("report.html"),
+    groups: GroupsOpt = None,
+    level: LevelOpt = None,
+    bootstrap: BootOpt = 1000,
+    seed: SeedOpt = 0,
+    dataset: DatasetOpt = None,
+) -> None:
+    """The viewer's static export (same as ``assay view RUN... -o FILE``): the former HTML report, retired."""
+    from assay.cli.main import out
+
+    output.write_text(_page(runs, bootstrap, seed, level, groups, dataset), encoding="utf-8")
+    out.print(f"wrote {output} (the viewer's static export; `assay view` is the same page)")
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``view`` and its alias ``report`` to the ``assay`` command."""
+    app.command(name="view")(view)
+    app.command(name="report")(report)
