@@ -251,7 +251,7 @@ def test_probe_command_prints_the_table_and_writes_json(tmp_path, summeval, cli,
 
 
 def test_probe_end_to_end_with_the_embedded_judge(tmp_path, topical_chat, smollm2):
-    data = topical_chat.select(limit=4)
+    data = topical_chat.select(limit=3)  # about 45 s on 2 busy cores
     assay.evaluate(data, method="direct", judge=smollm2, dimensions=["engagingness"], run_dir=tmp_path / "run",
                    options={"temperature": 0.8})
     first = probe(tmp_path / "run", budget=2, judge=smollm2)
@@ -260,3 +260,27 @@ def test_probe_end_to_end_with_the_embedded_judge(tmp_path, topical_chat, smollm
     assert by["injection"]["rows"][0]["n"] <= 2 and first["calls"]["new"] > 0
     assert probe(tmp_path / "run", budget=2, judge=smollm2)["calls"]["new"] == 0
 
+
+
+def test_seal_shuffle_lists_units_in_another_order_and_reads_answers_back_to_them():
+    ds = assay.load_dataset("summeval").select(docs=1, limit=1)
+
+    def answer(req):  # 1 for sentences of odd length, in the order the prompt lists them
+        prompt = req.messages[-1].content
+        example = json.loads(re.findall(r"Example: (.*)", prompt)[-1])
+        units = re.findall(r"^(s\d+): (.*)$", prompt, re.M)
+        key = next(iter(example))
+        if units and isinstance(example[key], str) and example[key].count(",") == len(units) - 1:
+            return json.dumps({key: ",".join(str(len(text) % 2) for _, text in units)})
+        return json.dumps(example)
+
+    judge = ScriptedJudge(answer)
+    stored = assay.evaluate(ds, method="seal", judge=judge, dimensions=["fluency"]).judgments[0]
+    shuffled = assay.evaluate(ds, method="seal", judge=judge, dimensions=["fluency"],
+                              options={"shuffle_seed": 1}).judgments[0]
+    ids = [u["id"] for u in stored.trace["units"]]
+    assert [u["id"] for u in shuffled.trace["units"]] != ids and sorted(u["id"] for u in shuffled.trace["units"]) \
+        == sorted(ids)
+    by_unit = {d["unit"]: d for d in stored.trace["decisions"]}
+    assert all(by_unit[d["unit"]] == d for d in shuffled.trace["decisions"])
+    assert shuffled.score == stored.score and shuffled.trace["shuffle_seed"] == 1
