@@ -284,3 +284,13 @@ def test_seal_shuffle_lists_units_in_another_order_and_reads_answers_back_to_the
     by_unit = {d["unit"]: d for d in stored.trace["decisions"]}
     assert all(by_unit[d["unit"]] == d for d in shuffled.trace["decisions"])
     assert shuffled.score == stored.score and shuffled.trace["shuffle_seed"] == 1
+
+
+def test_bootstrap_resamples_whole_documents_when_given_them():
+    values = np.array([0.0, 0.0, 10.0, 10.0])
+    # two documents whose outputs agree: a resample holds whole documents, so the mean is 0, 5 or 10
+    seen = []
+    st.bootstrap_ci(lambda idx: seen.append(values[idx].mean()) or values[idx].mean(axis=1), 4, n_boot=200,
+                    groups=["a", "a", "b", "b"])
+    assert set(np.round(seen, 9)) <= {0.0, 5.0, 10.0} and len(seen) == 200
+    assert st.bootstrap_ci(st.mean_boot(values), 4, n_boot=200, groups=["a", "a", "b", "b"]) == (0.0, 10.0)

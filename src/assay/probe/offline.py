@@ -32,6 +32,7 @@ class Unit:
     Attributes:
         human: The sample's mean human rating on the dimension, or None.
         length: Output length in tokens (:func:`assay.probe.stats.token_count`).
+        doc_id: The source document: bootstrap intervals resample whole documents.
     """
 
     sample_id: str
@@ -41,6 +42,7 @@ class Unit:
     status: str
     human: float | None
     length: int
+    doc_id: str = ""
 
 
 def result(check: str, method: str, rows: list[dict[str, Any]] | None = None, *, reason: str | None = None,
@@ -68,8 +70,8 @@ def by_dimension(units: Iterable[Unit]) -> dict[str, list[Unit]]:
 def length_bias(units: list[Unit], *, n_boot: int = 1000, seed: int = 0) -> dict[str, Any]:
     """Score vs output length per dimension, raw and controlling for the human rating (flag rule: :data:`LENGTH_RULE`)."""
     method = (f"Spearman rho of score with output length ({stats.TOKENIZER}); partial rho controlling for the "
-              f"mean human rating (pingouin.partial_corr, spearman); 95% percentile bootstrap over items "
-              f"({n_boot} resamples, seed {seed})")
+              f"mean human rating (pingouin.partial_corr, spearman); 95% percentile bootstrap over source "
+              f"documents ({n_boot} resamples, seed {seed})")
     rows = [_length_row(dim, us, n_boot, seed) for dim, us in by_dimension(units).items()]
     if not rows:
         return result("length_bias", method, reason="the run has no judgments")
@@ -88,7 +90,8 @@ def _length_row(dim: str, units: list[Unit], n_boot: int, seed: int) -> dict[str
                       "note": f"not computed: {len(scored)} scored outputs (< {stats.MIN_PAIRS})"}
     row["rho_length"] = clean(stats.spearman(score, length))
     row["rho_length_ci"] = [clean(v) for v in stats.bootstrap_ci(stats.spearman_boot(score, length), len(score),
-                                                                  n_boot=n_boot, seed=seed)]
+                                                                  n_boot=n_boot, seed=seed,
+                                                                  groups=[u.doc_id for u in scored])]
     rated = [u for u in scored if u.human is not None]
     if len(rated) < stats.MIN_PAIRS:
         return row | {"estimate": None, "ci": None, "flagged": None,
@@ -99,7 +102,8 @@ def _length_row(dim: str, units: list[Unit], n_boot: int, seed: int) -> dict[str
         return row | {"n": len(rated), "estimate": None, "ci": None, "flagged": None,
                       "note": "partial correlation undefined (a constant variable, or the score follows the human "
                               "rating exactly)"}
-    low, high = stats.bootstrap_ci(stats.partial_boot(s, ln, h), len(s), n_boot=n_boot, seed=seed)
+    low, high = stats.bootstrap_ci(stats.partial_boot(s, ln, h), len(s), n_boot=n_boot, seed=seed,
+                                   groups=[u.doc_id for u in rated])
     human_rho = stats.spearman(h, ln)
     flagged = bool(partial >= LENGTH_FLAG_R and low > 0)
     return row | {"n": len(rated), "estimate": clean(partial), "ci": [clean(low), clean(high)],
@@ -143,7 +147,8 @@ def preference_gap(units: list[Unit], *, human_written: tuple[str, ...] = HUMAN_
             when no human-written output carries ratings.
     """
     method = ("(mean z(score) of human-written outputs - the others') - (the same with the mean human ratings), "
-              f"z over the dimension's items; 95% percentile bootstrap over items ({n_boot} resamples, seed {seed}); "
+              f"z over the dimension's items; 95% percentile bootstrap over source documents ({n_boot} resamples, "
+              f"seed {seed}); "
               f"human-written systems: {', '.join(human_written)}")
     rule = "flagged when the 95% interval excludes 0 (sign: + the judge favours human-written text more than humans)"
     units = [u for u in units if u.score is not None and u.human is not None]
@@ -162,7 +167,8 @@ def preference_gap(units: list[Unit], *, human_written: tuple[str, ...] = HUMAN_
             rows.append(row | {"estimate": None, "ci": None, "flagged": None,
                                "note": "undefined: only one group, or constant scores"})
             continue
-        low, high = stats.bootstrap_ci(stats.preference_boot(s, h, hw), len(s), n_boot=n_boot, seed=seed)
+        low, high = stats.bootstrap_ci(stats.preference_boot(s, h, hw), len(s), n_boot=n_boot, seed=seed,
+                                       groups=[u.doc_id for u in us])
         rows.append(row | {"estimate": clean(gap), "ci": [clean(low), clean(high)],
                            "judge_gap": clean(s[hw].mean() - s[~hw].mean()),
                            "human_gap": clean(h[hw].mean() - h[~hw].mean()),

@@ -150,7 +150,8 @@ def _units(samples: list[dict[str, Any]], judgments: list[Any], texts: dict[str,
     return [Unit(sample_id=j.sample_id, dimension=j.dimension, system_id=info.get(j.sample_id, {}).get("system_id", ""),
                  score=j.score, status=j.status or "scored",
                  human=(info.get(j.sample_id, {}).get("human") or {}).get(j.dimension),
-                 length=token_count(texts[j.sample_id].output) if texts and j.sample_id in texts else 0)
+                 length=token_count(texts[j.sample_id].output) if texts and j.sample_id in texts else 0,
+                 doc_id=info.get(j.sample_id, {}).get("doc_id", ""))
             for j in judgments]
 
 

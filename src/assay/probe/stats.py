@@ -83,23 +83,33 @@ def pingouin_partial(x: Sequence[float], y: Sequence[float], z: Sequence[float])
 
 
 def bootstrap_ci(stat: Callable[[np.ndarray], np.ndarray], n: int, *, n_boot: int = 1000, seed: int = 0,
-                 level: float = 0.95) -> tuple[float, float]:
+                 level: float = 0.95, groups: Sequence[Any] | None = None) -> tuple[float, float]:
     """Percentile bootstrap interval of a statistic over ``n`` items resampled with replacement.
 
     Args:
-        stat: Maps an index matrix ``[n_boot, n]`` to one value per row (NaN rows are dropped).
+        stat: Maps an index matrix ``[rows, n_items]`` to one value per row (NaN rows are dropped).
         n: Number of items.
         n_boot: Resamples.
         seed: Generator seed (recorded with every interval, so it is reproducible).
         level: Coverage of the interval.
+        groups: The group of each item (its source document): whole groups are resampled, as the outputs of
+            one document are not independent (the resampling unit of sample-level meta-evaluation).
 
     Returns:
         (low, high), or (NaN, NaN) when fewer than half the resamples give a value.
     """
     if n < 2 or n_boot < 1:
         return float("nan"), float("nan")
-    idx = np.random.default_rng(seed).integers(0, n, size=(n_boot, n))
-    values = np.asarray(stat(idx), float)
+    rng = np.random.default_rng(seed)
+    if groups is None or len(set(groups)) == n:
+        values = np.asarray(stat(rng.integers(0, n, size=(n_boot, n))), float)
+    else:
+        members: dict[Any, list[int]] = {}
+        for i, g in enumerate(groups):
+            members.setdefault(g, []).append(i)
+        blocks = [np.array(m) for m in members.values()]
+        draws = rng.integers(0, len(blocks), size=(n_boot, len(blocks)))
+        values = np.array([stat(np.concatenate([blocks[b] for b in row])[None, :])[0] for row in draws], float)
     values = values[~np.isnan(values)]
     if len(values) < n_boot / 2:
         return float("nan"), float("nan")
