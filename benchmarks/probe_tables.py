@@ -20,15 +20,16 @@ def _ci(ci: list | None) -> str:
 
 def tables(results: dict[str, dict]) -> str:
     """Length bias and scale use per run and dimension, then every other check's rows or its reason."""
-    out = ["| run | dimension | n | rho(score, length) | rho(human, length) | partial rho given human [95% CI] | flag |",
-           "| --- | --- | --- | --- | --- | --- | --- |"]
+    out = ["| run | dimension | n | rho(score, length) | rho(human, length) | partial rho given human [95% CI] "
+           "| flag |", "| --- | --- | --- | --- | --- | --- | --- |"]
     for name, res in results.items():
         for c in res["checks"]:
             if c["check"] == "length_bias" and c["computed"]:
                 for r in c["rows"]:
                     flag = {True: "**flagged**", False: "ok", None: "-"}[r.get("flagged")]
                     out.append(f"| {name} | {r['dimension']} | {r['n']} | {_n(r.get('rho_length'))} | "
-                               f"{_n(r.get('rho_human_length'))} | {_n(r.get('estimate'))} {_ci(r.get('ci'))} | {flag} |")
+                               f"{_n(r.get('rho_human_length'))} | {_n(r.get('estimate'))} {_ci(r.get('ci'))} "
+                               f"| {flag} |")
     out += ["", "| run | dimension | answered | parse failures | fractional | share of scale used | histogram |",
             "| --- | --- | --- | --- | --- | --- | --- |"]
     for name, res in results.items():
@@ -38,7 +39,8 @@ def tables(results: dict[str, dict]) -> str:
                     hist = " ".join(f"{k}:{v}" for k, v in r["histogram"].items())
                     out.append(f"| {name} | {r['dimension']} | {r['n']} | {_n(r.get('parse_failure_rate'))} | "
                                f"{_n(r.get('fractional'))} | {_n(r.get('estimate'))} | {hist} |")
-    out += ["", "| run | check | dimension | n | statistic | value [95% CI] | flag / reason |", "| --- | --- | --- | --- | --- | --- | --- |"]
+    out += ["", "| run | check | dimension | n | statistic | value [95% CI] | flag / reason |",
+            "| --- | --- | --- | --- | --- | --- | --- |"]
     for name, res in results.items():
         for c in res["checks"]:
             if c["check"] in ("length_bias", "scale_use"):

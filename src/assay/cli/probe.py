@@ -74,8 +74,10 @@ def details(check: str, row: dict[str, Any]) -> str:
         return (f"judge gap {_num(row.get('judge_gap'))}, human gap {_num(row.get('human_gap'))} "
                 f"({row['n_human_written']} human-written)")
     if check == "self_consistency":
-        return f"{row['runs']} runs; exact agreement {_num(row.get('exact_agreement'))}; mean std {_num(row.get('mean_std'))}"
-    extra = f"; parse failures when injected {row['injected_parse_failures']}" if "injected_parse_failures" in row else ""
+        return (f"{row['runs']} runs; exact agreement {_num(row.get('exact_agreement'))}; "
+                f"mean std {_num(row.get('mean_std'))}")
+    extra = (f"; parse failures when injected {row['injected_parse_failures']}"
+             if "injected_parse_failures" in row else "")
     return (f"mean |change| {_num(row.get('mean_abs_change'))}; changed {_num(row.get('share_changed'))}; "
             f"of range {_num(row.get('shift_of_range'))}{extra}")
 

@@ -68,7 +68,7 @@ def by_dimension(units: Iterable[Unit]) -> dict[str, list[Unit]]:
 
 
 def length_bias(units: list[Unit], *, n_boot: int = 1000, seed: int = 0) -> dict[str, Any]:
-    """Score vs output length per dimension, raw and controlling for the human rating (flag rule: :data:`LENGTH_RULE`)."""
+    """Score vs output length per dimension, raw and given the human rating (flag rule: :data:`LENGTH_RULE`)."""
     method = (f"Spearman rho of score with output length ({stats.TOKENIZER}); partial rho controlling for the "
               f"mean human rating (pingouin.partial_corr, spearman); 95% percentile bootstrap over source "
               f"documents ({n_boot} resamples, seed {seed})")

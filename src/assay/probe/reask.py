@@ -18,8 +18,8 @@ import numpy as np
 from assay.errors import JudgeError
 from assay.judges.base import Request, Response
 from assay.judges.middleware import ManagedJudge
-from assay.methods import Method, RunContext
 from assay.meta.agreement import krippendorff_alpha
+from assay.methods import Method, RunContext
 from assay.probe import stats
 from assay.probe.injections import Injection, inject
 from assay.probe.offline import result
@@ -70,7 +70,8 @@ class Reasker:
         """Judge the chosen units (or ``samples``, one per unit) with a variant; None where the calls failed."""
         meth = await self.make(options)
         judge = RepeatJudge(self.ctx.judge, repeat) if repeat else self.ctx.judge
-        ctx = RunContext(dataset=self.ctx.dataset, dimensions=self.ctx.dimensions, judge=judge,  # type: ignore[arg-type]
+        ctx = RunContext(dataset=self.ctx.dataset, dimensions=self.ctx.dimensions,
+                         judge=judge,  # type: ignore[arg-type]  # a RepeatJudge stands in for the managed judge
                          note=self.ctx.note, artifacts=self.ctx.artifacts)
         todo = samples if samples is not None else [s for s, _, _ in self.units]
 
@@ -134,7 +135,8 @@ async def order_sensitivity(r: Reasker, spans: dict[str, float], *, method_name:
         return result("order_sensitivity", "-", reason=f"{method_name} has no reorderable prompt parts "
                       "(only checkeval questions and seal units)")
     method = (f"the units re-judged with shuffle_seed 1 (questions shuffled within each prompt / units listed "
-              f"shuffled); change = shuffled - stored; 95% bootstrap of the mean change over units ({n_boot}, seed {seed})")
+              f"shuffled); change = shuffled - stored; 95% bootstrap of the mean change over units "
+              f"({n_boot}, seed {seed})")
     shuffled = _scores(await r.judge({"shuffle_seed": 1}))
     stored = np.array([np.nan if sc is None else sc for _, _, sc in r.units], float)
     return _shift_result("order_sensitivity", method, r, stored, shuffled, n_boot, seed, "mean change (shuffled)",
@@ -150,7 +152,8 @@ async def injection(r: Reasker, cases: list[Injection], spans: dict[str, float],
         return result("injection", "-", reason="the injection corpus has no 'append' entries")
     chosen = [appended[i % len(appended)] for i in range(len(r.units))]
     method = (f"each unit's output with one corpus entry appended ({len(appended)} entries, taken in turn); shift = "
-              f"injected - stored, also as a share of the score range; 95% bootstrap over units ({n_boot}, seed {seed})")
+              f"injected - stored, also as a share of the score range; 95% bootstrap over units "
+              f"({n_boot}, seed {seed})")
     judged = await r.judge({}, samples=[inject(s, c) for (s, _, _), c in zip(r.units, chosen, strict=True)])
     injected = _scores(judged)
     stored = np.array([np.nan if sc is None else sc for _, _, sc in r.units], float)

@@ -1,4 +1,4 @@
-"""``probe``: read a run, compute the offline checks, re-ask its judge on a bounded sample, keep the result in the run."""
+"""``probe``: read a run, compute the offline checks, re-ask its judge on a bounded sample, keep the result."""
 
 from __future__ import annotations
 
