@@ -294,3 +294,15 @@ def test_bootstrap_resamples_whole_documents_when_given_them():
                     groups=["a", "a", "b", "b"])
     assert set(np.round(seen, 9)) <= {0.0, 5.0, 10.0} and len(seen) == 200
     assert st.bootstrap_ci(st.mean_boot(values), 4, n_boot=200, groups=["a", "a", "b", "b"]) == (0.0, 10.0)
+
+
+def test_the_report_shows_the_last_probe_of_a_run(tmp_path, summeval):
+    from assay.report.html import build_report
+
+    data = summeval.select(limit=6)
+    assay.evaluate(data, method="direct", judge=_sampled_judge(), dimensions=["coherence"], run_dir=tmp_path / "run")
+    page = build_report([tmp_path / "run"], tmp_path / "before.html").read_text()
+    assert "judge diagnostics" not in page
+    probe(tmp_path / "run", budget=0)
+    page = build_report([tmp_path / "run"], tmp_path / "after.html").read_text()
+    assert "judge diagnostics (assay probe)" in page and "not computed: budget 0" in page and "scale_use" in page

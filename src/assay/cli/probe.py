@@ -42,52 +42,15 @@ def probe(
 
 
 def probe_table(res: dict[str, Any]) -> Table:
-    """One row per check and dimension: the statistic, n, its interval, the flag and the details."""
+    """The probe's rows (:func:`assay.probe.table.probe_rows`) as a rich table, flags in red."""
+    from assay.probe.table import COLUMNS, probe_rows
+
     table = Table(title=f"probe: {res['method']} / {res['judge']} on {res['dataset']} ({res['units']} units)")
-    for col in ("check", "dimension", "n", "statistic", "value", "95% CI", "flag", "details"):
+    for col in COLUMNS:
         table.add_column(col, overflow="fold")
-    for check in res["checks"]:
-        if not check["computed"]:
-            table.add_row(check["check"], "-", "-", "-", "-", "-", "-", escape(f"not computed: {check['reason']}"))
-            continue
-        for row in check["rows"]:
-            ci = row.get("ci")
-            table.add_row(check["check"], row["dimension"], str(row["n"]), row["label"], _num(row.get("estimate")),
-                          f"[{_num(ci[0])}, {_num(ci[1])}]" if ci else "-", _flag(row.get("flagged")),
-                          escape(details(check["check"], row)))
+    for row in probe_rows(res):
+        table.add_row(*row[:6], "[red]FLAGGED[/]" if row[6] == "FLAGGED" else row[6], escape(row[7]))
     return table
-
-
-def details(check: str, row: dict[str, Any]) -> str:
-    """The row's secondary figures in a few words."""
-    if row.get("note"):
-        return row["note"]
-    if check == "length_bias":
-        ci = row.get("rho_length_ci") or [None, None]
-        return (f"rho(score, length) {_num(row.get('rho_length'))} [{_num(ci[0])}, {_num(ci[1])}]; "
-                f"rho(human, length) {_num(row.get('rho_human_length'))}")
-    if check == "scale_use":
-        hist = " ".join(f"{k}:{v}" for k, v in row["histogram"].items())
-        frac = "" if row.get("fractional") is None else f"; fractional {_num(row['fractional'])}"
-        return f"parse failures {_num(row.get('parse_failure_rate'))}{frac}; failed calls {row['failed_calls']}; {hist}"
-    if check == "preference_gap":
-        return (f"judge gap {_num(row.get('judge_gap'))}, human gap {_num(row.get('human_gap'))} "
-                f"({row['n_human_written']} human-written)")
-    if check == "self_consistency":
-        return (f"{row['runs']} runs; exact agreement {_num(row.get('exact_agreement'))}; "
-                f"mean std {_num(row.get('mean_std'))}")
-    extra = (f"; parse failures when injected {row['injected_parse_failures']}"
-             if "injected_parse_failures" in row else "")
-    return (f"mean |change| {_num(row.get('mean_abs_change'))}; changed {_num(row.get('share_changed'))}; "
-            f"of range {_num(row.get('shift_of_range'))}{extra}")
-
-
-def _num(v: Any) -> str:
-    return "-" if v is None else f"{v:.3f}"
-
-
-def _flag(v: bool | None) -> str:
-    return "-" if v is None else ("[red]FLAGGED[/]" if v else "ok")
 
 
 def register(app: typer.Typer) -> None:

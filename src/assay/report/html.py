@@ -59,6 +59,19 @@ def _run_section(table: ScoreTable, result: dict[str, Any]) -> str:
     return "\n".join(parts)
 
 
+def _probe_section(source: str | Path) -> str:
+    """The last ``assay probe`` result kept in a run directory, as a table; empty for files and unprobed runs."""
+    from assay.probe.run import META_KEY
+    from assay.probe.table import probe_table
+    from assay.store import DB_NAME, RunStore
+
+    if not (Path(source) / DB_NAME).exists():
+        return ""
+    with RunStore(source, readonly=True) as store:
+        res = store.get_meta(META_KEY)
+    return "" if res is None else "\n<h3>judge diagnostics (assay probe)</h3>\n" + render_table(probe_table(res))
+
+
 def _compare_section(result: dict[str, Any]) -> str:
     from assay.report.plots import stability_png
     from assay.report.tables import (
@@ -93,7 +106,8 @@ def build_report(sources: Sequence[str | Path], output: str | Path, *, level: st
                  split: bool = True) -> Path:
     """Write the HTML report of ``sources`` (run directories or scores files) to ``output``.
 
-    One section per run (correlation table, human ceiling, quality split, scatter plots); with two
+    One section per run (correlation table, human ceiling, quality split, scatter plots, and the last
+    ``assay probe`` result when the run keeps one); with two
     or more runs, a comparison section (side by side, agreement, significance, stability density).
     """
     from assay import __version__
@@ -103,7 +117,7 @@ def build_report(sources: Sequence[str | Path], output: str | Path, *, level: st
 
     tables = [load_scores(s) for s in sources]
     sections = [_run_section(t, meta_evaluate(t, level=level, bootstrap=bootstrap, seed=seed, split=split))
-                for t in tables]
+                + _probe_section(s) for s, t in zip(sources, tables, strict=True)]
     if len(tables) > 1:
         sections.append(_compare_section(compare(tables, groups=groups, level=level, bootstrap=bootstrap,
                                                  seed=seed)))
