@@ -182,13 +182,15 @@ def test_reasks_are_stored_and_served_from_the_cache_the_second_time(tmp_path, s
     with RunStore(tmp_path / "run", readonly=True) as store:
         before = store.count_calls()
     first = probe(tmp_path / "run", budget=4, judge=judge)
-    assert first["calls"]["new"] == 4 * 2 + 4  # two repeats and one injected output per unit
+    # two repeats and one injected output per unit; the units share one article, so one reference call
+    assert first["calls"]["new"] == 4 * 2 + 4 + 1
     with RunStore(tmp_path / "run", readonly=True) as store:
         assert store.count_calls() == before + first["calls"]["new"]  # kept in the run's cache
         assert store.get_meta("probe")["checks"] == json.loads(json.dumps(first["checks"]))
     asked = len(judge.requests)
     second = probe(tmp_path / "run", budget=4, judge=judge)
-    assert second["calls"] == {"new": 0, "cached": first["calls"]["new"]} and len(judge.requests) == asked
+    assert second["calls"] == {"new": 0, "cached": first["calls"]["new"] + first["calls"]["cached"]}
+    assert len(judge.requests) == asked
     assert second["checks"] == first["checks"]
     consistency = next(c for c in first["checks"] if c["check"] == "self_consistency")
     assert consistency["computed"] and consistency["rows"][0]["runs"] == 3
@@ -306,3 +308,18 @@ def test_the_report_shows_the_last_probe_of_a_run(tmp_path, summeval):
     probe(tmp_path / "run", budget=0)
     page = build_report([tmp_path / "run"], tmp_path / "after.html").read_text()
     assert "judge diagnostics (assay probe)" in page and "not computed: budget 0" in page and "scale_use" in page
+
+
+def test_unrated_references_give_the_judges_side_of_the_preference_gap(tmp_path, summeval):
+    data = summeval.select(limit=6)
+    references = {s.reference for s in data.samples}
+    judge = ScriptedJudge(lambda req: "5" if any(r in req.messages[-1].content for r in references) else "2",
+                          name="likes-references")
+    assay.evaluate(data, method="direct", judge=judge, dimensions=["coherence"], run_dir=tmp_path / "run")
+    res = probe(tmp_path / "run", checks=["preference_gap"], budget=4, judge=judge)
+    (gap,) = res["checks"]
+    assert gap["computed"] and "human side is not computed" in gap["method"]
+    row = gap["rows"][0]
+    assert row["n"] == 4 and row["estimate"] == 3.0 and row["human_gap"] is None and gap["flagged"] is None
+    assert probe(tmp_path / "run", checks=["preference_gap"], budget=0)["checks"][0]["reason"].startswith(
+        "the dataset's human-written references carry no human ratings")

@@ -21,6 +21,8 @@ LENGTH_FLAG_R = 0.1
 LENGTH_RULE = (f"flagged when the partial Spearman rho of score with length controlling for the human rating is "
                f">= {LENGTH_FLAG_R} and its 95% bootstrap interval lies above 0: the judge rewards length beyond "
                "what the human ratings explain")
+#: Why the preference gap has no human side on a dataset whose references nobody rated (SummEval).
+UNRATED_REFERENCES = "the dataset's human-written references carry no human ratings"
 #: Outputs written by people in the bundled datasets (Topical-Chat, USR Persona-Chat); rated like the others.
 HUMAN_WRITTEN_SYSTEMS = ("Original Ground Truth", "New Human Generated")
 
@@ -154,7 +156,7 @@ def preference_gap(units: list[Unit], *, human_written: tuple[str, ...] = HUMAN_
     units = [u for u in units if u.score is not None and u.human is not None]
     hw_units = [u for u in units if u.system_id in human_written]
     if not hw_units:
-        why = ("the dataset's human-written references carry no human ratings (only system outputs were rated)"
+        why = (f"{UNRATED_REFERENCES} (only system outputs were rated)"
                if references else "no human-written outputs with human ratings in the run")
         return result("preference_gap", method, reason=why)
     rows = []

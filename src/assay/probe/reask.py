@@ -169,7 +169,7 @@ async def injection(r: Reasker, cases: list[Injection], spans: dict[str, float],
 
 
 def _shift_result(check: str, method: str, r: Reasker, stored: np.ndarray, new: np.ndarray, n_boot: int, seed: int,
-                  label: str, *, rule: str, spans: dict[str, float] | None = None,
+                  label: str, *, rule: str | None, spans: dict[str, float] | None = None,
                   span_key: str | None = None) -> dict[str, Any]:
     """Per dimension: the mean change new - stored with its interval, the mean absolute change, share changed."""
     rows = []
@@ -193,3 +193,30 @@ def _shift_result(check: str, method: str, r: Reasker, stored: np.ndarray, new: 
             row["flagged"] = bool(low > 0 or high < 0) if not np.isnan(low) else None
         rows.append(row)
     return result(check, method, rows, rule=rule, units=_unit_rows(r.units, new=new))
+
+
+async def reference_gap(r: Reasker, spans: dict[str, float], why_not: str, *, n_boot: int = 1000,
+                        seed: int = 0) -> dict[str, Any]:
+    """The judge's side of the preference gap where the human-written references are unrated (SummEval).
+
+    Each chosen unit's reference is judged as if it were the output; gap = reference score - the stored score
+    of the system output. The humans' side cannot be computed (nobody rated the references), so nothing is
+    flagged: the figure says whether the judge rates the human-written text above or below the systems'.
+    """
+    method = (f"the chosen units' references judged as outputs; gap = reference score - stored output score; "
+              f"95% bootstrap over units ({n_boot}, seed {seed}); the human side is not computed: {why_not}")
+    units = [(s, d, sc) for s, d, sc in r.units if s.reference and s.reference.strip() != s.output.strip()]
+    if not units:
+        return result("preference_gap", "-", reason=why_not)
+    sub = Reasker(r.ctx, r.make, units)
+    refs = [s.model_copy(update={"id": f"{s.id}+reference", "system_id": "reference", "output": s.reference})
+            for s, _, _ in units]
+    new = _scores(await sub.judge({}, samples=refs))
+    stored = np.array([np.nan if sc is None else sc for _, _, sc in units], float)
+    out = _shift_result("preference_gap", method, sub, stored, new, n_boot, seed,
+                        "judge gap (reference - output)", rule=None, spans=spans)
+    for row in out["rows"]:
+        row["flagged"] = None
+        row["human_gap"] = None
+    out["flagged"] = None
+    return out

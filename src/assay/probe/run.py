@@ -16,8 +16,16 @@ from assay.judges import Judge, ManagedJudge, RetryPolicy, load_judge
 from assay.methods import Method, RunContext, get_method, make_method
 from assay.probe import CHECKS
 from assay.probe.injections import load_injections
-from assay.probe.offline import HUMAN_WRITTEN_SYSTEMS, Unit, length_bias, preference_gap, result, scale_use
-from assay.probe.reask import Reasker, injection, order_sensitivity, self_consistency
+from assay.probe.offline import (
+    HUMAN_WRITTEN_SYSTEMS,
+    UNRATED_REFERENCES,
+    Unit,
+    length_bias,
+    preference_gap,
+    result,
+    scale_use,
+)
+from assay.probe.reask import Reasker, injection, order_sensitivity, reference_gap, self_consistency
 from assay.probe.stats import TOKENIZER, token_count
 from assay.store import RunStore
 from assay.types import Dimension, Sample
@@ -88,16 +96,21 @@ async def probe_async(run_dir: str | Path, *, checks: list[str] | None = None, b
             out["checks"].append(preference_gap(units, human_written=human_systems, references=refs, n_boot=n_boot,
                                                 seed=seed))
     reask = [c for c in wanted if c in REASK_CHECKS]
+    gap = next((c for c in out["checks"] if c["check"] == "preference_gap"), None)
+    if gap is not None and not gap["computed"] and gap["reason"].startswith(UNRATED_REFERENCES):
+        reask.append("preference_gap")  # the judge's side, from the references
     calls = {"new": 0, "cached": 0}
     if reask:
         why = _no_reask(manifest, budget, texts, text_reason, judgments)
         if why:
-            out["checks"] += [result(c, "-", reason=why) for c in reask]
+            out["checks"] += [result(c, "-", reason=why) for c in reask if c != "preference_gap"]
         else:
             assert texts is not None
             checks_out, calls = await _reask(Path(run_dir), manifest, dims, texts, judgments, reask, spans,
                                              judge=judge, judge_options=judge_options, dataset=dataset, budget=budget,
                                              seed=seed, n_boot=n_boot, repeats=repeats)
+            if "preference_gap" in reask:  # the offline reason is replaced by the judge's side
+                out["checks"].remove(gap)
             out["checks"] += checks_out
     out["checks"].sort(key=lambda c: CHECKS.index(c["check"]))
     out["calls"] = calls
@@ -213,6 +226,8 @@ async def _reask(run_dir: Path, manifest: dict[str, Any], dims: list[Dimension],
                 if check == "self_consistency":
                     out.append(await self_consistency(reasker, stochastic=_stochastic(manifest), method_name=name,
                                                       repeats=repeats, n_boot=n_boot, seed=seed))
+                elif check == "preference_gap":
+                    out.append(await reference_gap(reasker, spans, UNRATED_REFERENCES, n_boot=n_boot, seed=seed))
                 elif check == "order_sensitivity":
                     out.append(await order_sensitivity(reasker, spans, method_name=name, n_boot=n_boot, seed=seed))
                 else:
