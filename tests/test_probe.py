@@ -323,3 +323,12 @@ def test_unrated_references_give_the_judges_side_of_the_preference_gap(tmp_path,
     assert row["n"] == 4 and row["estimate"] == 3.0 and row["human_gap"] is None and gap["flagged"] is None
     assert probe(tmp_path / "run", checks=["preference_gap"], budget=0)["checks"][0]["reason"].startswith(
         "the dataset's human-written references carry no human ratings")
+
+
+def test_few_items_or_documents_are_neither_flagged_nor_resampled_by_document(tmp_path, topical_chat):
+    data = _tc_samples(topical_chat, 12)  # two dialogue contexts
+    judge = _by_output(data, lambda s: min(3, 1 + st.token_count(s.output) // 15))
+    assay.evaluate(data, method="direct", judge=judge, dimensions=["engagingness"], run_dir=tmp_path / "run")
+    check, row = _length_row(probe(tmp_path / "run", checks=["length_bias"], judge=judge))
+    assert row["estimate"] is not None and row["flagged"] is None and check["flagged"] is None
+    assert "too few items" in row["note"] and row["resampled"] == "items"

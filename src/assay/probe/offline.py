@@ -21,6 +21,10 @@ LENGTH_FLAG_R = 0.1
 LENGTH_RULE = (f"flagged when the partial Spearman rho of score with length controlling for the human rating is "
                f">= {LENGTH_FLAG_R} and its 95% bootstrap interval lies above 0: the judge rewards length beyond "
                "what the human ratings explain")
+#: Fewest source documents for a bootstrap over documents; with fewer, items are resampled (and the row says so).
+MIN_DOCS = 10
+#: Fewest items for a flag: below it a row is computed but neither flagged nor cleared.
+MIN_FLAG_N = 20
 #: Why the preference gap has no human side on a dataset whose references nobody rated (SummEval).
 UNRATED_REFERENCES = "the dataset's human-written references carry no human ratings"
 #: Outputs written by people in the bundled datasets (Topical-Chat, USR Persona-Chat); rated like the others.
@@ -61,6 +65,19 @@ def result(check: str, method: str, rows: list[dict[str, Any]] | None = None, *,
             "rule": rule, "rows": rows, "flagged": (any(flags) if flags else None) if computed else None, **extra}
 
 
+def doc_groups(units: list[Unit]) -> tuple[list[str] | None, str]:
+    """The bootstrap's groups (source documents, when there are at least :data:`MIN_DOCS`) and the unit's name."""
+    docs = [u.doc_id for u in units]
+    return (docs, "documents") if len(set(docs)) >= MIN_DOCS else (None, "items")
+
+
+def flag_or_none(flagged: bool, n: int) -> tuple[bool | None, str | None]:
+    """The flag, or None with a note when ``n`` is below :data:`MIN_FLAG_N`."""
+    if n < MIN_FLAG_N:
+        return None, f"too few items to flag or clear (n < {MIN_FLAG_N})"
+    return flagged, None
+
+
 def by_dimension(units: Iterable[Unit]) -> dict[str, list[Unit]]:
     """Units grouped by dimension, in first-seen order."""
     out: dict[str, list[Unit]] = {}
@@ -73,7 +90,8 @@ def length_bias(units: list[Unit], *, n_boot: int = 1000, seed: int = 0) -> dict
     """Score vs output length per dimension, raw and given the human rating (flag rule: :data:`LENGTH_RULE`)."""
     method = (f"Spearman rho of score with output length ({stats.TOKENIZER}); partial rho controlling for the "
               f"mean human rating (pingouin.partial_corr, spearman); 95% percentile bootstrap over source "
-              f"documents ({n_boot} resamples, seed {seed})")
+              f"documents (over items with fewer than {MIN_DOCS} documents; {n_boot} resamples, seed {seed}); "
+              f"no flag below {MIN_FLAG_N} items")
     rows = [_length_row(dim, us, n_boot, seed) for dim, us in by_dimension(units).items()]
     if not rows:
         return result("length_bias", method, reason="the run has no judgments")
@@ -91,9 +109,9 @@ def _length_row(dim: str, units: list[Unit], n_boot: int, seed: int) -> dict[str
         return row | {"estimate": None, "ci": None, "flagged": None,
                       "note": f"not computed: {len(scored)} scored outputs (< {stats.MIN_PAIRS})"}
     row["rho_length"] = clean(stats.spearman(score, length))
+    groups, row["resampled"] = doc_groups(scored)
     row["rho_length_ci"] = [clean(v) for v in stats.bootstrap_ci(stats.spearman_boot(score, length), len(score),
-                                                                  n_boot=n_boot, seed=seed,
-                                                                  groups=[u.doc_id for u in scored])]
+                                                                  n_boot=n_boot, seed=seed, groups=groups)]
     rated = [u for u in scored if u.human is not None]
     if len(rated) < stats.MIN_PAIRS:
         return row | {"estimate": None, "ci": None, "flagged": None,
@@ -104,13 +122,13 @@ def _length_row(dim: str, units: list[Unit], n_boot: int, seed: int) -> dict[str
         return row | {"n": len(rated), "estimate": None, "ci": None, "flagged": None,
                       "note": "partial correlation undefined (a constant variable, or the score follows the human "
                               "rating exactly)"}
-    low, high = stats.bootstrap_ci(stats.partial_boot(s, ln, h), len(s), n_boot=n_boot, seed=seed,
-                                   groups=[u.doc_id for u in rated])
-    human_rho = stats.spearman(h, ln)
-    flagged = bool(partial >= LENGTH_FLAG_R and low > 0)
+    groups, row["resampled"] = doc_groups(rated)
+    low, high = stats.bootstrap_ci(stats.partial_boot(s, ln, h), len(s), n_boot=n_boot, seed=seed, groups=groups)
+    flagged, note = flag_or_none(bool(partial >= LENGTH_FLAG_R and low > 0), len(rated))
     return row | {"n": len(rated), "estimate": clean(partial), "ci": [clean(low), clean(high)],
                   "estimate_pingouin": clean(stats.pingouin_partial(s, ln, h)),
-                  "rho_human_length": clean(human_rho), "flagged": flagged}
+                  "rho_human_length": clean(stats.spearman(h, ln)), "flagged": flagged,
+                  **({"note": note} if note else {})}
 
 
 def scale_use(units: list[Unit], scales: dict[str, tuple[float, float, bool]]) -> dict[str, Any]:
@@ -149,8 +167,8 @@ def preference_gap(units: list[Unit], *, human_written: tuple[str, ...] = HUMAN_
             when no human-written output carries ratings.
     """
     method = ("(mean z(score) of human-written outputs - the others') - (the same with the mean human ratings), "
-              f"z over the dimension's items; 95% percentile bootstrap over source documents ({n_boot} resamples, "
-              f"seed {seed}); "
+              f"z over the dimension's items; 95% percentile bootstrap over source documents (items with fewer than "
+              f"{MIN_DOCS}; {n_boot} resamples, seed {seed}); no flag below {MIN_FLAG_N} items; "
               f"human-written systems: {', '.join(human_written)}")
     rule = "flagged when the 95% interval excludes 0 (sign: + the judge favours human-written text more than humans)"
     units = [u for u in units if u.score is not None and u.human is not None]
@@ -169,10 +187,12 @@ def preference_gap(units: list[Unit], *, human_written: tuple[str, ...] = HUMAN_
             rows.append(row | {"estimate": None, "ci": None, "flagged": None,
                                "note": "undefined: only one group, or constant scores"})
             continue
+        groups, row["resampled"] = doc_groups(us)
         low, high = stats.bootstrap_ci(stats.preference_boot(s, h, hw), len(s), n_boot=n_boot, seed=seed,
-                                       groups=[u.doc_id for u in us])
+                                       groups=groups)
+        flagged, note = flag_or_none(bool(low > 0 or high < 0), len(us)) if not np.isnan(low) else (None, None)
         rows.append(row | {"estimate": clean(gap), "ci": [clean(low), clean(high)],
                            "judge_gap": clean(s[hw].mean() - s[~hw].mean()),
-                           "human_gap": clean(h[hw].mean() - h[~hw].mean()),
-                           "flagged": bool(low > 0 or high < 0) if not np.isnan(low) else None})
+                           "human_gap": clean(h[hw].mean() - h[~hw].mean()), "flagged": flagged,
+                           **({"note": note} if note else {})})
     return result("preference_gap", method, rows, rule=rule)

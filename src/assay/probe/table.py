@@ -18,7 +18,8 @@ def probe_rows(res: dict[str, Any]) -> list[tuple[str, ...]]:
             ci = row.get("ci")
             flag = {None: "-", True: "FLAGGED", False: "ok"}[row.get("flagged")]
             rows.append((check["check"], row["dimension"], str(row["n"]), row["label"], num(row.get("estimate")),
-                         f"[{num(ci[0])}, {num(ci[1])}]" if ci else "-", flag, details(check["check"], row)))
+                         f"[{num(ci[0])}, {num(ci[1])}]" if ci and any(v is not None for v in ci) else "-", flag,
+                         details(check["check"], row)))
     return rows
 
 
@@ -34,8 +35,13 @@ def probe_table(res: dict[str, Any]) -> dict[str, Any]:
 
 def details(check: str, row: dict[str, Any]) -> str:
     """The row's secondary figures in a few words."""
-    if row.get("note"):
+    if row.get("note") and row.get("estimate") is None:
         return str(row["note"])
+    text = _figures(check, row)
+    return f"{text}; {row['note']}" if row.get("note") else text
+
+
+def _figures(check: str, row: dict[str, Any]) -> str:
     if check == "length_bias":
         ci = row.get("rho_length_ci") or [None, None]
         return (f"rho(score, length) {num(row.get('rho_length'))} [{num(ci[0])}, {num(ci[1])}]; "
