@@ -9,6 +9,8 @@ import json
 import sys
 from pathlib import Path
 
+from assay.probe.table import probe_rows
+
 
 def _n(v: object) -> str:
     return "-" if v is None else f"{v:.3f}"
@@ -19,7 +21,7 @@ def _ci(ci: list | None) -> str:
 
 
 def tables(results: dict[str, dict]) -> str:
-    """Length bias and scale use per run and dimension, then every other check's rows or its reason."""
+    """Length bias and scale use per run and dimension, then every other check's rows (or its reason)."""
     out = ["| run | dimension | n | rho(score, length) | rho(human, length) | partial rho given human [95% CI] "
            "| flag |", "| --- | --- | --- | --- | --- | --- | --- |"]
     for name, res in results.items():
@@ -39,26 +41,13 @@ def tables(results: dict[str, dict]) -> str:
                     hist = " ".join(f"{k}:{v}" for k, v in r["histogram"].items())
                     out.append(f"| {name} | {r['dimension']} | {r['n']} | {_n(r.get('parse_failure_rate'))} | "
                                f"{_n(r.get('fractional'))} | {_n(r.get('estimate'))} | {hist} |")
-    out += ["", "| run | check | dimension | n | statistic | value [95% CI] | flag / reason |",
-            "| --- | --- | --- | --- | --- | --- | --- |"]
+    out += ["", "| run | check | dimension | n | statistic | value | 95% CI | flag | details |",
+            "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for name, res in results.items():
-        for c in res["checks"]:
-            if c["check"] in ("length_bias", "scale_use"):
-                continue
-            if not c["computed"]:
-                out.append(f"| {name} | {c['check']} | - | - | - | - | not computed: {c['reason']} |")
-                continue
-            for r in c["rows"]:
-                flag = {True: "**flagged**", False: "ok", None: "-"}[r.get("flagged")]
-                extra = r.get("note") or ""
-                if c["check"] == "self_consistency":
-                    extra = f"exact agreement {_n(r.get('exact_agreement'))}, mean std {_n(r.get('mean_std'))}"
-                elif c["check"] in ("order_sensitivity", "injection"):
-                    extra = f"mean abs change {_n(r.get('mean_abs_change'))}, changed {_n(r.get('share_changed'))}"
-                elif c["check"] == "preference_gap":
-                    extra = f"judge gap {_n(r.get('judge_gap'))}, human gap {_n(r.get('human_gap'))}"
-                out.append(f"| {name} | {c['check']} | {r['dimension']} | {r['n']} | {r['label']} | "
-                           f"{_n(r.get('estimate'))} {_ci(r.get('ci'))} | {flag}; {extra} |")
+        shown = {**res, "checks": [c for c in res["checks"]
+                                   if c["check"] not in ("length_bias", "scale_use") or not c["computed"]]}
+        for row in probe_rows(shown):
+            out.append(f"| {name} | " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |")
     return "\n".join(out)
 
 
