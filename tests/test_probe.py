@@ -18,6 +18,7 @@ from assay.judges.scripted import ScriptedJudge
 from assay.methods import direct
 from assay.probe import probe
 from assay.probe import stats as st
+from assay.probe.table import probe_rows
 from assay.store import RunStore
 
 NAN = float("nan")
@@ -321,6 +322,8 @@ def test_unrated_references_give_the_judges_side_of_the_preference_gap(tmp_path,
     assert gap["computed"] and "human side is not computed" in gap["method"]
     row = gap["rows"][0]
     assert row["n"] == 4 and row["estimate"] == 3.0 and row["human_gap"] is None and gap["flagged"] is None
+    (shown,) = probe_rows(res)
+    assert shown[4:7] == ("3.000", "[3.000, 3.000]", "-") and "human side not computed" in shown[7]
     assert probe(tmp_path / "run", checks=["preference_gap"], budget=0)["checks"][0]["reason"].startswith(
         "the dataset's human-written references carry no human ratings")
 

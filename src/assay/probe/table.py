@@ -50,6 +50,9 @@ def _figures(check: str, row: dict[str, Any]) -> str:
         hist = " ".join(f"{k}:{v}" for k, v in row["histogram"].items())
         frac = "" if row.get("fractional") is None else f"; fractional {num(row['fractional'])}"
         return f"parse failures {num(row.get('parse_failure_rate'))}{frac}; failed calls {row['failed_calls']}; {hist}"
+    if check == "preference_gap" and "n_human_written" not in row:  # the judge's side alone (unrated references)
+        return (f"mean |change| {num(row.get('mean_abs_change'))}; of range {num(row.get('shift_of_range'))}; "
+                "human side not computed (references unrated)")
     if check == "preference_gap":
         return (f"judge gap {num(row.get('judge_gap'))}, human gap {num(row.get('human_gap'))} "
                 f"({row['n_human_written']} human-written)")
