@@ -241,11 +241,13 @@ def test_probe_command_prints_the_table_and_writes_json(tmp_path, summeval, cli,
     data = summeval.select(limit=6)
     assay.evaluate(data, method="direct", judge=_sampled_judge(), dimensions=["coherence"], run_dir=tmp_path / "run")
     code, out, _ = cli("probe", str(tmp_path / "run"), "--budget", "0", "--json", str(tmp_path / "p.json"),
-                       "--checks", "scale_use,injection")
+                       "--checks", "scale_use,injection", "--no-save")
+    with RunStore(tmp_path / "run", readonly=True) as store:
+        assert store.get_meta("probe") is None  # --no-save
     assert code == 0 and "scale_use" in out and "not computed: budget 0" in out and "0 new" in out
     saved = json.loads((tmp_path / "p.json").read_text())
     assert [c["check"] for c in saved["checks"]] == ["scale_use", "injection"]
-    assert saved["checks"][1]["reason"].startswith("budget 0")
+    assert saved["checks"][1]["reason"].startswith("budget 0") and saved["notes"] == []
     code, _, err = cli("probe", str(tmp_path / "run"), "--checks", "lenght_bias")
     assert code == 1 and "unknown check 'lenght_bias'" in err
 

@@ -25,6 +25,7 @@ def probe(
                                                                          "one of its recorded name")] = None,
     seed: Annotated[int, typer.Option(help="Seed of the unit sample and the bootstrap")] = 0,
     bootstrap: Annotated[int, typer.Option("--bootstrap", "-b", help="Bootstrap resamples")] = 1000,
+    save: Annotated[bool, typer.Option("--save/--no-save", help="Keep the result in the run (meta 'probe')")] = True,
 ) -> None:
     """Diagnose a run's judge: length bias, scale use, preference gap (from the run), and self-consistency,
     order and injection sensitivity (re-asking the judge on --budget units, through the run's cache)."""
@@ -32,10 +33,12 @@ def probe(
     from assay.probe.run import probe as run_probe
 
     res = run_probe(run_dir, checks=checks, budget=budget, judge=judge, judge_options=judge_options(judge_opt),
-                    dataset=dataset, seed=seed, n_boot=bootstrap)
+                    dataset=dataset, seed=seed, n_boot=bootstrap, save=save)
     out.print(probe_table(res))
-    out.print(f"judge calls: {res['calls']['new']} new, {res['calls']['cached']} from the run's cache; "
-              f"result kept in the run (meta 'probe')")
+    for note in res["notes"]:
+        out.print(f"note: {escape(note)}")
+    out.print(f"judge calls: {res['calls']['new']} new, {res['calls']['cached']} from the run's cache"
+              + ("; result kept in the run (meta 'probe')" if save else ""))
     if json_file is not None:
         json_file.write_text(json.dumps(res, indent=1, ensure_ascii=False), encoding="utf-8")
         out.print(f"wrote {json_file}")

@@ -69,9 +69,8 @@ class Reasker:
                     samples: list[Sample] | None = None) -> list[Judgment | None]:
         """Judge the chosen units (or ``samples``, one per unit) with a variant; None where the calls failed."""
         meth = await self.make(options)
-        judge = RepeatJudge(self.ctx.judge, repeat) if repeat else self.ctx.judge
-        ctx = RunContext(dataset=self.ctx.dataset, dimensions=self.ctx.dimensions,
-                         judge=judge,  # type: ignore[arg-type]  # a RepeatJudge stands in for the managed judge
+        judge: Any = RepeatJudge(self.ctx.judge, repeat) if repeat else self.ctx.judge  # stands in for it
+        ctx = RunContext(dataset=self.ctx.dataset, dimensions=self.ctx.dimensions, judge=judge,
                          note=self.ctx.note, artifacts=self.ctx.artifacts)
         todo = samples if samples is not None else [s for s, _, _ in self.units]
 

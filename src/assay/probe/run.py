@@ -62,12 +62,13 @@ async def probe_async(run_dir: str | Path, *, checks: list[str] | None = None, b
         n_boot: Bootstrap resamples.
         repeats: Re-judgments of self-consistency (the stored run plus ``repeats``: 3 runs by default).
         human_systems: System ids of human-written outputs (preference gap).
-        save: Keep the result in the run (meta key ``probe``).
+        save: Keep the result in the run (meta key ``probe``); the re-asked calls are kept in its cache anyway.
 
     Returns:
         ``{"run", "method", "judge", "dataset", "units", "budget", "seed", "tokenizer", "checks": [...],
         "calls": {"new", "cached"}}``; each check is ``{"check", "computed", "reason", "method", "rule", "rows",
-        "flagged", ...}`` (see :func:`assay.probe.offline.result`).
+        "flagged", ...}`` (see :func:`assay.probe.offline.result`); ``notes`` lists the fallbacks the methods
+        recorded while re-asking (kept here, not in the run's own notes).
     """
     wanted = _checks(checks)
     if budget < 0:
@@ -99,7 +100,7 @@ async def probe_async(run_dir: str | Path, *, checks: list[str] | None = None, b
     gap = next((c for c in out["checks"] if c["check"] == "preference_gap"), None)
     if gap is not None and not gap["computed"] and gap["reason"].startswith(UNRATED_REFERENCES):
         reask.append("preference_gap")  # the judge's side, from the references
-    calls = {"new": 0, "cached": 0}
+    calls: dict[str, Any] = {"new": 0, "cached": 0}
     if reask:
         why = _no_reask(manifest, budget, texts, text_reason, judgments)
         if why:
@@ -113,6 +114,7 @@ async def probe_async(run_dir: str | Path, *, checks: list[str] | None = None, b
                 out["checks"].remove(gap)
             out["checks"] += checks_out
     out["checks"].sort(key=lambda c: CHECKS.index(c["check"]))
+    out["notes"] = calls.pop("notes", [])
     out["calls"] = calls
     if save:
         with RunStore(run_dir) as store:
@@ -207,9 +209,10 @@ def _rebuild_judge(manifest: dict[str, Any], judge: str | Judge | None, options:
 async def _reask(run_dir: Path, manifest: dict[str, Any], dims: list[Dimension], texts: dict[str, Sample],
                  judgments: list[Any], checks: list[str], spans: dict[str, float], *, judge: str | Judge | None,
                  judge_options: dict[str, Any] | None, dataset: str | Dataset | None, budget: int, seed: int,
-                 n_boot: int, repeats: int) -> tuple[list[dict[str, Any]], dict[str, int]]:
+                 n_boot: int, repeats: int) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """The re-asking checks, through the run's managed judge with the run store as the cache."""
     owns = not isinstance(judge, Judge)
+    notes: dict[str, int] = {}  # the methods' fallbacks while probing: kept in the probe's result, not the run's notes
     bare = _rebuild_judge(manifest, judge, judge_options)
     data = dataset if isinstance(dataset, Dataset) else load_dataset(dataset or manifest["dataset"]["name"])
     data = replace(data, samples=list(texts.values()), pool=data.all_samples)
@@ -218,7 +221,7 @@ async def _reask(run_dir: Path, manifest: dict[str, Any], dims: list[Dimension],
             await _detect_capabilities(bare, store, None)  # the run's recorded answer: no call
             managed = ManagedJudge(bare, cache=store, retry=RetryPolicy())
             ctx = RunContext(dataset=data, dimensions=dims, judge=managed,
-                             note=lambda kind, msg: store.add_note(kind, msg))
+                             note=lambda kind, msg: notes.setdefault(f"{kind}: {msg}", 0))
             reasker = Reasker(ctx, _method_factory(manifest, ctx), _choose(judgments, texts, dims, budget, seed))
             name = manifest["method"]
             out = []
@@ -233,7 +236,8 @@ async def _reask(run_dir: Path, manifest: dict[str, Any], dims: list[Dimension],
                 else:
                     out.append(await injection(reasker, load_injections(), spans, n_boot=n_boot, seed=seed))
             usage = managed.ledger.by_stage.values()
-            return out, {"new": sum(u.calls for u in usage), "cached": sum(u.cached_calls for u in usage)}
+            return out, {"new": sum(u.calls for u in usage), "cached": sum(u.cached_calls for u in usage),
+                         "notes": list(notes)}
     finally:
         if owns:
             await bare.aclose()
