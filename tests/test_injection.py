@@ -21,9 +21,10 @@ from assay.errors import InputError
 from assay.judges.base import Request
 from assay.judges.openai import OpenAIJudge
 from assay.methods.geval import STEPS_FORMAT
+from assay.probe.injections import corpus_path
 from assay.testing import Behaviour, FakeOpenAIServer, injected_dataset, load_injections
 
-CORPUS = Path(__file__).parent / "fixtures" / "injection" / "corpus.jsonl"
+CORPUS = corpus_path()  # shipped in the package (assay probe uses it)
 DIMENSION = "coherence"
 CATEGORIES = {"forged-direct", "forged-geval", "forged-checkeval", "forged-seal", "forged-gereval", "fake-fence",
               "mid-line", "instruction", "unicode"}

@@ -361,6 +361,23 @@ def test_a_section_added_to_the_list_gets_a_tab_and_its_data(runs, chromium, tmp
 
 
 @browser
+def test_a_probed_run_gets_a_diagnostics_tab(runs, chromium, tmp_path):
+    from assay.cli.view import _page
+    from assay.probe import probe
+
+    run = Path(shutil.copytree(runs["direct"], tmp_path / "run"))  # the shared runs stay unprobed
+    off_loop(probe, run, budget=0)
+    html = tmp_path / "view.html"
+    html.write_text(_page([run], 0, 0, None, None, None), encoding="utf-8")
+    p = Page(chromium, html.as_uri() + "#tab=diagnostics")
+    pg = p.page
+    pg.wait_for_selector("#sec-diagnostics table")
+    cells = pg.locator("#sec-diagnostics td").all_inner_texts()
+    assert "scale_use" in cells and any(c.startswith("not computed: budget 0") for c in cells)
+    assert p.errors == []
+
+
+@browser
 def test_judged_text_with_markup_is_shown_as_text(tmp_path, chromium):
     data = tmp_path / "data.jsonl"
     data.write_text("".join(json.dumps({"uid": f"u{i}", "doc": f"d{i}", "src": f"ticket {i}", "out": EVIL + str(i),

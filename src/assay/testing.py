@@ -24,10 +24,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from assay.errors import InputError
+from assay.probe.injections import INJECTION_MODES, Injection, inject, load_injections  # noqa: F401 (re-exported)
 
 if TYPE_CHECKING:
     from assay.datasets import Dataset
-    from assay.types import Sample
 
 
 class _Server(ThreadingHTTPServer):
@@ -212,59 +212,6 @@ def completion(body: dict[str, Any], text: str, *, logprobs: bool = True) -> dic
                      "finish_reason": "stop", "logprobs": top} for i in range(n)],
         "usage": {"prompt_tokens": 10, "completion_tokens": n, "total_tokens": 10 + n},
     }
-
-
-INJECTION_MODES = ("append", "replace")
-
-
-@dataclass(frozen=True)
-class Injection:
-    """One entry of a prompt-injection corpus: text that tries to pass for a judge's answer or to steer it.
-
-    Attributes:
-        id: Unique name of the entry.
-        category: What it imitates (``forged-direct``, ``fake-fence``, ``unicode``, ...).
-        mode: ``append`` (on a new line after the real output) or ``replace`` (instead of it).
-        base: The id of the real bundled sample it is applied to.
-        text: The injected text.
-    """
-
-    id: str
-    category: str
-    mode: str
-    base: str
-    text: str
-
-
-def load_injections(path: str | Path) -> list[Injection]:
-    """Read an injection corpus (JSONL, one :class:`Injection` per line); a bad line names file, line and field."""
-    path = Path(path)
-    cases: list[Injection] = []
-    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            rec = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise InputError(f"not valid JSON: {exc.msg}", file=str(path), record=f"line {n}") from None
-        for name in ("id", "category", "mode", "base", "text"):
-            if not isinstance(rec.get(name), str) or not rec[name]:
-                raise InputError("missing or not a non-empty string", file=str(path), record=f"line {n}", field=name)
-        if rec["mode"] not in INJECTION_MODES:
-            raise InputError(f"must be one of {', '.join(INJECTION_MODES)}", file=str(path), record=f"line {n}",
-                             field="mode")
-        if any(c.id == rec["id"] for c in cases):
-            raise InputError(f"duplicate id {rec['id']!r}", file=str(path), record=f"line {n}", field="id")
-        cases.append(Injection(**{k: rec[k] for k in ("id", "category", "mode", "base", "text")}))
-    return cases
-
-
-def inject(sample: Sample, case: Injection) -> Sample:
-    """The sample with the injection applied: a new id and system, the entry named in ``metadata``."""
-    output = case.text if case.mode == "replace" else f"{sample.output.rstrip()}\n{case.text}"
-    return sample.model_copy(update={
-        "id": f"{sample.id}+{case.id}", "system_id": f"{sample.system_id}+{case.id}", "output": output,
-        "metadata": {**sample.metadata, "injection": case.id, "category": case.category, "base": sample.id}})
 
 
 def injected_dataset(dataset: Dataset, cases: list[Injection], *, clean: bool = False) -> Dataset:

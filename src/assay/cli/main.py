@@ -253,7 +253,7 @@ def export(run_dir: Path, format: Annotated[str, typer.Option("--format", "-f")]
 
 # Sub-commands living in their own modules: each module has ``register(app)``.
 _SUBCOMMAND_MODULES = ("assay.cli.meta", "assay.cli.geval", "assay.cli.checklist", "assay.cli.rubric",
-                       "assay.cli.view", "assay.cli.importer")
+                       "assay.cli.view", "assay.cli.importer", "assay.cli.probe")
 
 
 def _register_subcommands() -> None:

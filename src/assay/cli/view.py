@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import webbrowser
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
+
+if TYPE_CHECKING:
+    from assay.view.page import Section
 
 RunsArg = Annotated[list[Path], typer.Argument(help="Run directories")]
 BootOpt = Annotated[int, typer.Option("--bootstrap", "-b", help="Bootstrap resamples for the intervals (0: none)")]
@@ -24,7 +27,38 @@ def _page(runs: list[Path], bootstrap: int, seed: int, level: str | None, groups
 
     data = build_view_data(runs, bootstrap=bootstrap, seed=seed, level=level,
                            groups=load_groups(groups) if groups else None, dataset=dataset)
-    return render_page(data)
+    return render_page(data, sections(runs))
+
+
+def sections(runs: list[Path]) -> list[Section]:
+    """The page's tabs: overview and samples, and Diagnostics when a run keeps an ``assay probe`` result."""
+    from assay.probe.table import probe_table
+    from assay.view.page import DEFAULT_SECTIONS, Section
+
+    tables = [{"run": str(run), **probe_table(res)} for run in runs if (res := stored_probe(run)) is not None]
+    if not tables:
+        return list(DEFAULT_SECTIONS)
+    return [*DEFAULT_SECTIONS, Section("diagnostics", "Diagnostics", DIAGNOSTICS_JS, {"tables": tables})]
+
+
+def stored_probe(run: Path) -> dict | None:
+    """The last ``assay probe`` result a run directory keeps, if any."""
+    from assay.probe.run import META_KEY
+    from assay.store import DB_NAME, RunStore
+
+    if not (Path(run) / DB_NAME).exists():
+        return None
+    with RunStore(run, readonly=True) as store:
+        return store.get_meta(META_KEY)
+
+
+# One table per probed run: every text goes in as text (app.el/app.table), never as HTML.
+DIAGNOSTICS_JS = """AssayView.section('diagnostics', (root, data, app) => {
+  for (const t of data.sections.diagnostics.tables) {
+    root.appendChild(app.el('div', {class: 'card'}, app.el('h3', {}, t.title), app.el('p', {class: 'muted'}, t.run),
+      app.table(t.columns, t.rows), app.el('ul', {}, t.notes.map((n) => app.el('li', {}, n)))));
+  }
+});"""
 
 
 def view(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import abc
 import hashlib
+import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -66,8 +67,15 @@ class Method(abc.ABC):
         self.options = options if isinstance(options, MethodOptions) else self.Options.model_validate(options)
 
     def settings(self) -> dict[str, Any]:
-        """The method's settings as recorded in the run manifest (every option that changes a number)."""
-        return self.options.model_dump(mode="json")
+        """The method's settings as recorded in the run manifest (every option that changes a number).
+
+        ``shuffle_seed`` (the order hook of CheckEval and SEAL, used by ``assay probe``) is recorded only when
+        set, so that runs stored before the option existed still resume.
+        """
+        out = self.options.model_dump(mode="json")
+        if "shuffle_seed" in out and out["shuffle_seed"] is None:
+            del out["shuffle_seed"]
+        return out
 
     def dimensions(self, dataset: Dataset) -> list[Dimension] | None:
         """The dimensions this method judges when they come from its own artifact, not the dataset.
@@ -106,6 +114,14 @@ class StageUsage:
     def add(self, stage: str, response: Response) -> Response:
         self.by_stage.setdefault(stage, Usage()).add(usage_of(response))
         return response
+
+
+def shuffled(items: list[Any], seed: int, *key: str) -> list[Any]:
+    """``items`` in an order drawn from ``seed`` and ``key`` (e.g. sample id, dimension, group): the same
+    arguments always give the same order, so a shuffled run resumes and its calls are served from the cache."""
+    out = list(items)
+    random.Random("|".join([str(seed), *key])).shuffle(out)
+    return out
 
 
 def content_hash(text: str) -> str:

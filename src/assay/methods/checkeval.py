@@ -40,7 +40,7 @@ from assay.datasets.catalog import DatasetInfo
 from assay.echo import own_answer
 from assay.errors import ConfigError
 from assay.judges.base import Choice, Request, TokenLogprobs
-from assay.methods.base import Method, MethodOptions, RunContext, StageUsage, content_hash
+from assay.methods.base import Method, MethodOptions, RunContext, StageUsage, content_hash, shuffled
 from assay.methods.presets import apply_preset
 from assay.prompts import sample_blocks
 from assay.types import Dimension, Judgment, Sample
@@ -67,6 +67,9 @@ class CheckEvalOptions(MethodOptions):
             ``sub_dimension`` (one prompt per sub-dimension with all its questions, as the paper).
         definition: Where the dimension's definition goes: ``after`` the texts (assay's order, for
             prefix reuse) or ``before`` them, right after the task (figures 7-8).
+        shuffle_seed: Ask each prompt's questions in an order drawn from this seed (and the sample, dimension
+            and prompt), instead of the checklist's: the order-sensitivity hook of ``assay probe``. The
+            answers are read back to their questions, so only the order shown to the judge changes.
         preset: ``paper``: the paper's settings (section 4.4 and figures 7-8): temperature 1, seed 42,
             200 tokens, one prompt per sub-dimension, the definition before the texts, and the
             released question pool of the dataset (``summeval-paper``, ``topical-chat-paper``) unless
@@ -84,6 +87,7 @@ class CheckEvalOptions(MethodOptions):
     top_logprobs: int = Field(default=10, ge=1, le=20)
     grouping: Literal["packed", "sub_dimension"] = "packed"
     definition: Literal["after", "before"] = "after"
+    shuffle_seed: int | None = None
     preset: Literal["paper"] | None = None
 
     @model_validator(mode="before")
@@ -524,6 +528,9 @@ class CheckEval(Method):
         usage = StageUsage()
         groups = plan_groups(cdim, 1, "packed") if self.options.per_question else \
             plan_groups(cdim, self.options.group_size, self.options.grouping)
+        if self.options.shuffle_seed is not None:
+            groups = [shuffled(g, self.options.shuffle_seed, sample.id, dimension.name, str(i))
+                      for i, g in enumerate(groups)]
         asked = await asyncio.gather(*(self._ask(sample, cdim, g, ctx, usage, "score", soft) for g in groups))
         results: list[QuestionResult] = []
         group_trace = []

@@ -74,6 +74,8 @@ class SealOptions(MethodOptions):
         answer_slack: Tokens allowed beyond the expected answer's size.
         fact_max_tokens / source_fact_max_tokens: Token budgets of fact extraction for outputs and
             references, and for sources.
+        shuffle_seed: List the units (facts, transitions, sentences) in an order drawn from this seed, the
+            order-sensitivity hook of ``assay probe`` (see :func:`assay.methods.seal_run.shuffled_plan`).
     """
 
     preset: Literal["assay", "paper"] = "assay"
@@ -92,6 +94,7 @@ class SealOptions(MethodOptions):
     answer_slack: int = Field(default=32, ge=8)
     fact_max_tokens: int = Field(default=320, ge=32)
     source_fact_max_tokens: int = Field(default=900, ge=32)
+    shuffle_seed: int | None = None
 
     @model_validator(mode="before")
     @classmethod

@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal
 
 from assay.echo import own_answer
 from assay.judges.base import Message, Request, schema_text
 from assay.judges.middleware import ManagedJudge
-from assay.methods.base import RunContext, StageUsage, content_hash
+from assay.methods.base import RunContext, StageUsage, content_hash, shuffled
 from assay.methods.seal_aggregate import (
     check_weights,
     dimension_score,
@@ -152,6 +152,18 @@ class Plan:
     reason: str | None = None
 
 
+def shuffled_plan(plan: Plan, unit: str, seed: int, *key: str) -> Plan:
+    """The plan with its independent parts in an order drawn from ``seed`` (the order hook of ``assay probe``).
+
+    Units keep their ids and answers are read back to them, so only the order the judge sees changes:
+    facts and evidence facts are listed shuffled, adjacent-sentence transitions are asked in a shuffled
+    order (the sentences themselves stay in the text's order), and sentence units are listed shuffled.
+    """
+    units = shuffled(plan.units, seed, *key, "units")
+    evidence = {role: shuffled(facts, seed, *key, role) for role, facts in plan.evidence.items()}
+    return replace(plan, units=units, evidence=evidence, sentences=units if unit == "sentence" else plan.sentences)
+
+
 class SealRun:
     """One (sample, dimension) judgment in progress: its usage by stage and its trace."""
 
@@ -175,6 +187,9 @@ class SealRun:
     async def execute(self) -> tuple[float | None, str | None]:
         """Algorithm 1 for this (sample, dimension): the score in [0, 1], or None and the reason."""
         plan = await self.plan()
+        if self.opts.shuffle_seed is not None and plan.granularity == "fine":
+            plan = shuffled_plan(plan, self.recipe.unit, self.opts.shuffle_seed, self.sample.id, self.label)
+            self.trace["shuffle_seed"] = self.opts.shuffle_seed
         self.trace["granularity"] = plan.granularity
         if plan.reason:
             self.trace["holistic_reason"] = plan.reason
