@@ -34,7 +34,7 @@ import assay
 from assay import meta
 from assay.artifacts.checklist import dump_checklist, load_checklist, stage_counts
 from assay.judges import ManagedJudge, load_judge
-from assay.methods.checkeval_build import BuildSettings, build_checklist
+from assay.methods.checkeval.build import BuildSettings, build_checklist
 from assay.store import RunStore
 
 SETS = {"topical-chat": "turn", "summeval": "sample"}

@@ -13,7 +13,7 @@ from assay.artifacts.checklist import load_checklist, parse_checklist
 from assay.errors import ConfigError
 from assay.judges.base import Request, TokenLogprobs, TopToken
 from assay.judges.scripted import ScriptedJudge, logprob_response
-from assay.methods.checkeval import (
+from assay.methods.checkeval.method import (
     Asked,
     QuestionResult,
     aggregate,

@@ -12,7 +12,7 @@ from assay.artifacts.checklist import Question, dump_checklist, load_checklist, 
 from assay.judges.base import Request
 from assay.judges.middleware import ManagedJudge
 from assay.judges.scripted import ScriptedJudge
-from assay.methods.checkeval_build import (
+from assay.methods.checkeval.build import (
     EXAMPLE_QUESTIONS,
     BuildSettings,
     apply_filter,

@@ -16,7 +16,7 @@ import assay
 from assay.artifacts.checklist import dump_checklist, load_checklist, stage_counts
 from assay.cli.main import app
 from assay.judges.middleware import ManagedJudge
-from assay.methods.checkeval_build import BuildSettings, build_checklist
+from assay.methods.checkeval.build import BuildSettings, build_checklist
 
 JUDGE = "llamacpp:smollm2"
 JUDGE_OPTS = {"n_threads": 2}

@@ -16,14 +16,14 @@ from assay.artifacts.checklist_paper import PAPER_POOLS, split_questions
 from assay.errors import ConfigError
 from assay.judges.middleware import ManagedJudge
 from assay.judges.scripted import ScriptedJudge
-from assay.methods.checkeval import CheckEvalOptions
-from assay.methods.checkeval_build import (
+from assay.methods.checkeval.build import (
     PAPER_PER_SEED,
     BuildSettings,
     build_checklist,
     diversification_prompt,
     elaboration_prompt,
 )
+from assay.methods.checkeval.method import CheckEvalOptions
 from published import published_dir
 
 POOLS = resources.files("assay.artifacts").joinpath("checklists/paper")

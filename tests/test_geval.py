@@ -15,7 +15,7 @@ from assay.executor import order_units
 from assay.judges.base import Request
 from assay.judges.scripted import ScriptedJudge, logprob_response
 from assay.methods import get_method
-from assay.methods.geval import (
+from assay.methods.geval.method import (
     GEval,
     GEvalOptions,
     build_prompt,
@@ -170,7 +170,7 @@ def test_parse_steps_without_steps() -> None:
 
 
 def test_steps_document_round_trip_and_edit_detection(topical_chat: Dataset) -> None:
-    from assay.methods.geval import steps_entry
+    from assay.methods.geval.method import steps_entry
 
     d = topical_chat.dimensions(["coherence"])[0]
     entry = steps_entry(d, task_criteria(topical_chat.info, d), "1. Read.\n2. Rate.",
@@ -343,7 +343,7 @@ def test_unusable_steps_fall_back_to_no_steps_with_a_note(topical_chat: Dataset,
 
 
 def test_steps_file_is_used_instead_of_generating(topical_chat: Dataset, tmp_path: Path) -> None:
-    from assay.methods.geval import steps_entry
+    from assay.methods.geval.method import steps_entry
 
     d = topical_chat.dimensions(["coherence"])[0]
     entry = steps_entry(d, task_criteria(topical_chat.info, d), "1. Read.\n2. Rate.",

@@ -132,7 +132,7 @@ def build(
     from assay.cli.main import judge_options
     from assay.datasets import load_dataset
     from assay.judges import ManagedJudge, load_judge
-    from assay.methods.checkeval_build import BuildSettings, build_checklist
+    from assay.methods.checkeval.build import BuildSettings, build_checklist
 
     console, out = _consoles()
     ds = load_dataset(dataset)

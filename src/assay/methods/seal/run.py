@@ -1,6 +1,6 @@
 """SEAL's per-judgment driver: plan the units, verify, weigh, aggregate, and record it all in the trace.
 
-Kept apart from :mod:`assay.methods.seal` (options, spec, shared stage-1 cache) so that each module
+Kept apart from :mod:`assay.methods.seal.method` (options, spec, shared stage-1 cache) so that each module
 stays small. Everything here sequences pure functions of the ``seal_*`` modules around judge calls.
 """
 
@@ -12,17 +12,18 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal
 
 from assay.echo import own_answer
+from assay.hashing import content_hash
 from assay.judges.base import Message, Request, schema_text
 from assay.judges.middleware import ManagedJudge
-from assay.methods.base import RunContext, StageUsage, content_hash, shuffled
-from assay.methods.seal_aggregate import (
+from assay.methods.base import RunContext, StageUsage, shuffled
+from assay.methods.seal.aggregate import (
     check_weights,
     dimension_score,
     rating_to_unit_interval,
     uniform_weights,
     unit_score,
 )
-from assay.methods.seal_logprobs import (
+from assay.methods.seal.logprobs import (
     TOP_K,
     build_importance,
     build_question,
@@ -32,8 +33,8 @@ from assay.methods.seal_logprobs import (
     read_digit_mean,
     unit_target,
 )
-from assay.methods.seal_parse import parse_binary, parse_joint, parse_ratings, parse_support, parse_weights
-from assay.methods.seal_prompts import (
+from assay.methods.seal.parse import parse_binary, parse_joint, parse_ratings, parse_support, parse_weights
+from assay.methods.seal.prompts import (
     RATING_HIGH,
     RATING_LOW,
     Ask,
@@ -46,14 +47,14 @@ from assay.methods.seal_prompts import (
     text_blocks,
     units_block,
 )
-from assay.methods.seal_spec import Recipe
-from assay.methods.seal_units import Unit, adjacent_pairs, fine_grained, sentence_units, whole_unit
+from assay.methods.seal.spec import Recipe
+from assay.methods.seal.units import Unit, adjacent_pairs, fine_grained, sentence_units, whole_unit
 from assay.parsing import Parsed
 from assay.prompts import fence
 from assay.types import Dimension, Sample, Usage
 
 if TYPE_CHECKING:
-    from assay.methods.seal import Seal
+    from assay.methods.seal.method import Seal
 
 #: How much of a malformed answer is echoed back when re-asking (keeps the context bounded).
 ECHO_CHARS = 1500

@@ -10,7 +10,7 @@ The method has three parts (paper, section 2), each a pure function here:
    judge) in :meth:`GEval.prepare` and kept as an artifact a user can edit and pass back.
 3. The scoring prompt (:func:`build_prompt`: introduction, criteria, steps, input, output,
    "Evaluation Form (scores ONLY)") and the scoring function of
-   :mod:`assay.methods.geval_scoring`: ``sum p(s) * s`` from top-k log-probabilities, or from
+   :mod:`assay.methods.geval.scoring`: ``sum p(s) * s`` from top-k log-probabilities, or from
    n samples where the judge gives no log-probabilities, or the greedy rating (the '- Probs'
    ablation); ``no_cot`` drops the steps (the '- CoT' ablation).
 
@@ -34,17 +34,18 @@ from pydantic import Field, model_validator
 
 from assay.datasets.catalog import DatasetInfo
 from assay.errors import ConfigError
+from assay.hashing import content_hash
 from assay.judges.base import Request, Response
 from assay.judges.middleware import ManagedJudge
-from assay.methods.base import Method, MethodOptions, RunContext, StageUsage, content_hash
-from assay.methods.geval_paper import (
+from assay.methods.base import Method, MethodOptions, RunContext, StageUsage
+from assay.methods.geval.paper import (
     PaperPrompt,
     build_paper_prompt,
     check_samples,
     paper_dimension,
     paper_prompt,
 )
-from assay.methods.geval_scoring import Estimate, greedy_estimate, logprob_estimate, sampling_estimate
+from assay.methods.geval.scoring import Estimate, greedy_estimate, logprob_estimate, sampling_estimate
 from assay.methods.presets import apply_preset
 from assay.parsing import parse_rating
 from assay.prompts import sample_blocks

@@ -39,8 +39,9 @@ from assay.artifacts.checklist_paper import DATASET_PAPER_CHECKLISTS
 from assay.datasets.catalog import DatasetInfo
 from assay.echo import own_answer
 from assay.errors import ConfigError
+from assay.hashing import content_hash
 from assay.judges.base import Choice, Request, TokenLogprobs
-from assay.methods.base import Method, MethodOptions, RunContext, StageUsage, content_hash, shuffled
+from assay.methods.base import Method, MethodOptions, RunContext, StageUsage, shuffled
 from assay.methods.presets import apply_preset
 from assay.prompts import sample_blocks
 from assay.types import Dimension, Judgment, Sample

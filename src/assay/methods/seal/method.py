@@ -24,7 +24,7 @@ from pydantic import Field, model_validator
 
 from assay.errors import ConfigError
 from assay.methods.base import Method, MethodOptions, RunContext, StageUsage
-from assay.methods.seal_paper import (
+from assay.methods.seal.paper import (
     PAPER_PRESET,
     answer_hint,
     build_paper_fact_prompt,
@@ -33,10 +33,10 @@ from assay.methods.seal_paper import (
     parse_joint_facts,
     parse_paper_split,
 )
-from assay.methods.seal_prompts import Ask
-from assay.methods.seal_run import SealRun, Stage1, ask_judge
-from assay.methods.seal_spec import Recipe, Spec, load_spec, parse_overrides
-from assay.methods.seal_units import (
+from assay.methods.seal.prompts import Ask
+from assay.methods.seal.run import SealRun, Stage1, ask_judge
+from assay.methods.seal.spec import Recipe, Spec, load_spec, parse_overrides
+from assay.methods.seal.units import (
     FACT_PREFIX,
     build_fact_prompt,
     build_split_prompt,
@@ -53,7 +53,7 @@ class SealOptions(MethodOptions):
     Attributes:
         preset: ``assay`` (default) or ``paper``: the paper's stage 1 (Table 21 prompts verbatim, LLM
             sentence splitting, one fact-extraction call per (source, reference, output) triple). A preset
-            fills the options it sets (``seal_paper.PAPER_PRESET``) unless they are given explicitly;
+            fills the options it sets (``paper.PAPER_PRESET``) unless they are given explicitly;
             the manifest records what it set and what was overridden.
         spec: Path of a spec YAML replacing the shipped one (``assay/artifacts/seal/spec.yaml``).
         recipe: ``DIMENSION=RECIPE`` overrides of the spec's dataset mapping (repeatable), e.g.
@@ -75,7 +75,7 @@ class SealOptions(MethodOptions):
         fact_max_tokens / source_fact_max_tokens: Token budgets of fact extraction for outputs and
             references, and for sources.
         shuffle_seed: List the units (facts, transitions, sentences) in an order drawn from this seed, the
-            order-sensitivity hook of ``assay probe`` (see :func:`assay.methods.seal_run.shuffled_plan`).
+            order-sensitivity hook of ``assay probe`` (see :func:`assay.methods.seal.run.shuffled_plan`).
     """
 
     preset: Literal["assay", "paper"] = "assay"
