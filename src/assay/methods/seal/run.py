@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal, Protocol
 
 from assay.echo import own_answer
 from assay.hashing import content_hash
@@ -33,6 +33,7 @@ from assay.methods.seal.logprobs import (
     read_digit_mean,
     unit_target,
 )
+from assay.methods.seal.options import SealOptions
 from assay.methods.seal.parse import parse_binary, parse_joint, parse_ratings, parse_support, parse_weights
 from assay.methods.seal.prompts import (
     RATING_HIGH,
@@ -53,8 +54,24 @@ from assay.parsing import Parsed
 from assay.prompts import fence
 from assay.types import Dimension, Sample, Usage
 
-if TYPE_CHECKING:
-    from assay.methods.seal.method import Seal
+
+class SealStages(Protocol):
+    """What a :class:`SealRun` needs from its method: the options, Table 19's n and the shared stage-1 results.
+
+    A protocol rather than the ``Seal`` class itself, so that this module does not import the method (which
+    imports it).
+    """
+
+    options: SealOptions
+
+    def threshold(self, recipe: Recipe) -> int | None: ...
+
+    async def sentences(self, text: str, label: str, ctx: RunContext, source: str = "") -> tuple[Stage1, bool]: ...
+
+    async def facts(self, role: str, text: str, label: str, ctx: RunContext) -> tuple[Stage1, bool]: ...
+
+    async def triple_facts(self, source: str, reference: str | None, output: str,
+                           ctx: RunContext) -> tuple[Stage1, bool]: ...
 
 #: How much of a malformed answer is echoed back when re-asking (keeps the context bounded).
 ECHO_CHARS = 1500
@@ -168,7 +185,8 @@ def shuffled_plan(plan: Plan, unit: str, seed: int, *key: str) -> Plan:
 class SealRun:
     """One (sample, dimension) judgment in progress: its usage by stage and its trace."""
 
-    def __init__(self, method: Seal, sample: Sample, dimension: Dimension, ctx: RunContext, recipe: Recipe) -> None:
+    def __init__(self, method: SealStages, sample: Sample, dimension: Dimension, ctx: RunContext,
+                 recipe: Recipe) -> None:
         self.m, self.sample, self.ctx, self.recipe = method, sample, ctx, recipe
         self.opts = method.options
         self.info = ctx.dataset.info
