@@ -98,7 +98,8 @@ class GEvalReader(AnswerReader):
         return {**super().settings(), "mode": self.mode}
 
     def read(self, sample: Sample, rec: dict[str, Any], *, file: str, record: Any) -> Read:
-        from assay.methods.geval.method import build_prompt, read_answer, task_criteria
+        from assay.methods.geval.method import read_answer
+        from assay.methods.geval.prompts import build_prompt, task_criteria
 
         texts = self._texts(rec, file, record, many=self.mode == "sampling")
         lps = None
@@ -128,7 +129,7 @@ class CheckEvalReader(AnswerReader):
     def __init__(self, dataset: Dataset, dimension: str, answers: str, *, checklist: str | None = None,
                  strict: bool = False) -> None:
         from assay.artifacts.checklist import checklist_hash, default_checklist, load_checklist
-        from assay.methods.checkeval.method import Asked
+        from assay.methods.checkeval.prompts import Asked
 
         super().__init__(dataset, dimension, answers, strict=strict)
         self.spec = checklist or default_checklist(dataset.name)
@@ -166,7 +167,9 @@ class CheckEvalReader(AnswerReader):
         return [(list(self.questions), text)]
 
     def read(self, sample: Sample, rec: dict[str, Any], *, file: str, record: Any) -> Read:
-        from assay.methods.checkeval.method import QuestionResult, aggregate, build_prompt, parse_answers
+        from assay.methods.checkeval.aggregate import QuestionResult, aggregate
+        from assay.methods.checkeval.parse import parse_answers
+        from assay.methods.checkeval.prompts import build_prompt
 
         info, results, groups = self.dataset.info, {}, []
         for gi, (questions, text) in enumerate(self._answers(rec, file, record), start=1):
