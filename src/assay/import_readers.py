@@ -128,7 +128,7 @@ class CheckEvalReader(AnswerReader):
 
     def __init__(self, dataset: Dataset, dimension: str, answers: str, *, checklist: str | None = None,
                  strict: bool = False) -> None:
-        from assay.artifacts.checklist import checklist_hash, default_checklist, load_checklist
+        from assay.methods.checkeval.checklist import checklist_hash, default_checklist, load_checklist
         from assay.methods.checkeval.prompts import Asked
 
         super().__init__(dataset, dimension, answers, strict=strict)

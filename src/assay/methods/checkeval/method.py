@@ -23,7 +23,12 @@ from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
-from assay.artifacts.checklist import (
+from assay.errors import ConfigError
+from assay.hashing import content_hash
+from assay.judges.base import Choice, Request
+from assay.methods.base import Method, MethodOptions, RunContext, StageUsage, shuffled
+from assay.methods.checkeval.aggregate import QuestionResult, aggregate
+from assay.methods.checkeval.checklist import (
     Checklist,
     ChecklistDimension,
     checklist_hash,
@@ -32,12 +37,7 @@ from assay.artifacts.checklist import (
     dump_checklist,
     load_checklist,
 )
-from assay.artifacts.checklist_paper import DATASET_PAPER_CHECKLISTS
-from assay.errors import ConfigError
-from assay.hashing import content_hash
-from assay.judges.base import Choice, Request
-from assay.methods.base import Method, MethodOptions, RunContext, StageUsage, shuffled
-from assay.methods.checkeval.aggregate import QuestionResult, aggregate
+from assay.methods.checkeval.paper import DATASET_PAPER_CHECKLISTS
 from assay.methods.checkeval.parse import p_yes_at, parse_answers
 from assay.methods.checkeval.prompts import Asked, build_prompt, plan_groups
 from assay.methods.presets import apply_preset

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from assay.artifacts.checklist import (
+from assay.datasets.catalog import DatasetInfo
+from assay.methods.checkeval.checklist import (
     ChecklistDimension,
 )
-from assay.datasets.catalog import DatasetInfo
 from assay.prompts import sample_blocks
 from assay.types import Sample
 
