@@ -1,4 +1,4 @@
-"""``assay rubric``: generate, show, measure and compare GER-Eval rubrics (thin over assay.rubrics)."""
+"""``assay rubric``: generate, show, measure and compare GER-Eval rubrics (thin over assay.methods.gereval)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,8 @@
 """SEAL's per-judgment driver: plan the units, verify, weigh, aggregate, and record it all in the trace.
 
-Kept apart from :mod:`assay.methods.seal.method` (options, spec, shared stage-1 cache) so that each module
-stays small. Everything here sequences pure functions of the ``seal_*`` modules around judge calls.
+Kept apart from :mod:`assay.methods.seal.method` (spec, shared stage-1 cache; the options are in
+:mod:`assay.methods.seal.options`) so that each module stays small. Everything here sequences pure
+functions of this package's other modules around judge calls.
 """
 
 from __future__ import annotations
