@@ -1,2 +1,1 @@
-"""Shipped artifacts as data files (checklists, G-Eval criteria and prompts, SEAL's spec, GER-Eval's tasks and
-human rubrics); the code that reads them lives with its method under ``assay.methods``."""
+"""Shipped artifacts as data files only; the code that reads each lives with its method under assay.methods."""
