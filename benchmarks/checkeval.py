@@ -32,9 +32,9 @@ import pandas as pd
 
 import assay
 from assay import meta
-from assay.artifacts.checklist import dump_checklist, load_checklist, stage_counts
 from assay.judges import ManagedJudge, load_judge
-from assay.methods.checkeval_build import BuildSettings, build_checklist
+from assay.methods.checkeval.build import BuildSettings, build_checklist
+from assay.methods.checkeval.checklist import dump_checklist, load_checklist, stage_counts
 from assay.store import RunStore
 
 SETS = {"topical-chat": "turn", "summeval": "sample"}

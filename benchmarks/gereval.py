@@ -30,10 +30,10 @@ import pandas as pd
 
 import assay
 from assay import meta
-from assay.artifacts.rubric import load_rubric, save_rubric
 from assay.judges import ManagedJudge, load_judge
-from assay.rubrics.generate import GenerationSettings, generate_rubric
-from assay.rubrics.transfer import load_runs, transfer_tables
+from assay.methods.gereval.generate import GenerationSettings, generate_rubric
+from assay.methods.gereval.rubric import load_rubric, save_rubric
+from assay.methods.gereval.transfer import load_runs, transfer_tables
 from assay.store import RunStore
 
 

@@ -40,7 +40,8 @@ from assay.executor import order_units
 from assay.judges import ManagedJudge
 from assay.meta.correlation import dataset_level, sample_level
 from assay.methods.base import RunContext
-from assay.methods.geval import GEval, steps_document
+from assay.methods.geval.method import GEval
+from assay.methods.geval.steps import steps_document
 from assay.store import RunStore
 
 TC_DIMS = ["naturalness", "coherence", "engagingness", "groundedness"]

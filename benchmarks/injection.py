@@ -39,7 +39,7 @@ from typing import Any
 
 import assay
 from assay.datasets import Dataset, load_dataset
-from assay.methods.geval import STEPS_FORMAT
+from assay.methods.geval.steps import STEPS_FORMAT
 from assay.testing import Behaviour, FakeOpenAIServer, Injection, injected_dataset, load_injections
 
 CORPUS = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "injection" / "corpus.jsonl"

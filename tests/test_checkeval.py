@@ -9,19 +9,13 @@ from pathlib import Path
 import pytest
 
 import assay
-from assay.artifacts.checklist import load_checklist, parse_checklist
 from assay.errors import ConfigError
 from assay.judges.base import Request, TokenLogprobs, TopToken
 from assay.judges.scripted import ScriptedJudge, logprob_response
-from assay.methods.checkeval import (
-    Asked,
-    QuestionResult,
-    aggregate,
-    build_prompt,
-    p_yes_at,
-    parse_answers,
-    plan_groups,
-)
+from assay.methods.checkeval.aggregate import QuestionResult, aggregate
+from assay.methods.checkeval.checklist import load_checklist, parse_checklist
+from assay.methods.checkeval.parse import p_yes_at, parse_answers
+from assay.methods.checkeval.prompts import Asked, build_prompt, plan_groups
 from assay.types import Sample
 
 CORPUS = Path(__file__).parent / "data" / "checkeval_answers.jsonl"

@@ -8,11 +8,10 @@ import json
 import pytest
 
 import assay
-from assay.artifacts.checklist import Question, dump_checklist, load_checklist, parse_checklist, stage_counts
 from assay.judges.base import Request
 from assay.judges.middleware import ManagedJudge
 from assay.judges.scripted import ScriptedJudge
-from assay.methods.checkeval_build import (
+from assay.methods.checkeval.build import (
     EXAMPLE_QUESTIONS,
     BuildSettings,
     apply_filter,
@@ -26,6 +25,7 @@ from assay.methods.checkeval_build import (
     read_filter_answer,
     seed_layout,
 )
+from assay.methods.checkeval.checklist import Question, dump_checklist, load_checklist, parse_checklist, stage_counts
 
 INFO = assay.load_dataset("topical-chat").info
 

@@ -12,8 +12,8 @@ from typing import Any
 
 from typer.testing import CliRunner
 
-from assay.artifacts.checklist import load_checklist, stage_counts
 from assay.cli.main import app
+from assay.methods.checkeval.checklist import load_checklist, stage_counts
 from assay.store import RunStore
 from assay.testing import Behaviour, FakeOpenAIServer
 

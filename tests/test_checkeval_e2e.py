@@ -13,10 +13,10 @@ import pytest
 from typer.testing import CliRunner
 
 import assay
-from assay.artifacts.checklist import dump_checklist, load_checklist, stage_counts
 from assay.cli.main import app
 from assay.judges.middleware import ManagedJudge
-from assay.methods.checkeval_build import BuildSettings, build_checklist
+from assay.methods.checkeval.build import BuildSettings, build_checklist
+from assay.methods.checkeval.checklist import dump_checklist, load_checklist, stage_counts
 
 JUDGE = "llamacpp:smollm2"
 JUDGE_OPTS = {"n_threads": 2}

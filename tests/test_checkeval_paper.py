@@ -11,19 +11,19 @@ import pytest
 import yaml
 
 import assay
-from assay.artifacts.checklist import load_checklist, shipped_checklists, stage_counts
-from assay.artifacts.checklist_paper import PAPER_POOLS, split_questions
 from assay.errors import ConfigError
 from assay.judges.middleware import ManagedJudge
 from assay.judges.scripted import ScriptedJudge
-from assay.methods.checkeval import CheckEvalOptions
-from assay.methods.checkeval_build import (
+from assay.methods.checkeval.build import (
     PAPER_PER_SEED,
     BuildSettings,
     build_checklist,
     diversification_prompt,
     elaboration_prompt,
 )
+from assay.methods.checkeval.checklist import load_checklist, shipped_checklists, stage_counts
+from assay.methods.checkeval.method import CheckEvalOptions
+from assay.methods.checkeval.paper import PAPER_POOLS, split_questions
 from published import published_dir
 
 POOLS = resources.files("assay.artifacts").joinpath("checklists/paper")

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 from typer.testing import CliRunner
 
-from assay.artifacts.checklist import (
+from assay.errors import ConfigError
+from assay.methods.checkeval.checklist import (
     Checklist,
     ChecklistError,
     checklist_hash,
@@ -17,7 +18,6 @@ from assay.artifacts.checklist import (
     shipped_checklists,
     stage_counts,
 )
-from assay.errors import ConfigError
 
 SMALL = """\
 schema_version: 1

@@ -8,7 +8,30 @@ import numpy as np
 import pytest
 
 import assay
-from assay.artifacts.rubric import (
+from assay.errors import ConfigError, InputError
+from assay.judges import ManagedJudge
+from assay.judges.scripted import ScriptedJudge
+from assay.methods.gereval.generate import (
+    GenerationSettings,
+    build_criteria_prompt,
+    examples_block,
+    generate_rubric,
+    parse_scale,
+    pick_contexts,
+    pick_contrastive,
+    validate_criteria,
+    validate_instruction,
+)
+from assay.methods.gereval.method import (
+    GerEval,
+    build_scoring_prompt,
+    demonstration_field,
+    demonstration_order,
+    pick_demonstrations,
+    validate_score,
+)
+from assay.methods.gereval.reprompt import ask_json
+from assay.methods.gereval.rubric import (
     CategoricalScale,
     Criterion,
     NumericScale,
@@ -20,30 +43,7 @@ from assay.artifacts.rubric import (
     save_rubric,
     task_text,
 )
-from assay.errors import ConfigError, InputError
-from assay.judges import ManagedJudge
-from assay.judges.scripted import ScriptedJudge
-from assay.methods.gereval import (
-    GerEval,
-    build_scoring_prompt,
-    demonstration_field,
-    demonstration_order,
-    pick_demonstrations,
-    validate_score,
-)
-from assay.rubrics.generate import (
-    GenerationSettings,
-    build_criteria_prompt,
-    examples_block,
-    generate_rubric,
-    parse_scale,
-    pick_contexts,
-    pick_contrastive,
-    validate_criteria,
-    validate_instruction,
-)
-from assay.rubrics.reprompt import ask_json
-from assay.rubrics.stats import alignment, merge_groups, rubric_stats, tag_rubric, uniqueness, validate_tags
+from assay.methods.gereval.stats import alignment, merge_groups, rubric_stats, tag_rubric, uniqueness, validate_tags
 from assay.types import Sample
 
 CRITERIA = {"criteria": [

@@ -13,11 +13,11 @@ import asyncio
 import pytest
 
 import assay
-from assay.artifacts.rubric import load_rubric, save_rubric
 from assay.judges import ManagedJudge
-from assay.rubrics.generate import GenerationSettings, generate_rubric
-from assay.rubrics.stats import rubric_stats
-from assay.rubrics.transfer import load_runs, transfer_tables
+from assay.methods.gereval.generate import GenerationSettings, generate_rubric
+from assay.methods.gereval.rubric import load_rubric, save_rubric
+from assay.methods.gereval.stats import rubric_stats
+from assay.methods.gereval.transfer import load_runs, transfer_tables
 
 CONDITIONS = ("task", "contexts", "contrastive")
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from assay.artifacts.rubric import Criterion, NumericScale, Provenance, Rubric
-from assay.rubrics.embed import bundled_model_path, load_embedder
-from assay.rubrics.stats import DEFAULT_THRESHOLD, cosine_matrix, merge_groups, rubric_stats
+from assay.methods.gereval.embed import bundled_model_path, load_embedder
+from assay.methods.gereval.rubric import Criterion, NumericScale, Provenance, Rubric
+from assay.methods.gereval.stats import DEFAULT_THRESHOLD, cosine_matrix, merge_groups, rubric_stats
 
 pytestmark = pytest.mark.embed
 

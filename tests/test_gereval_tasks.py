@@ -9,12 +9,12 @@ import pytest
 from typer.testing import CliRunner
 
 import assay
-from assay.artifacts.rubric import CategoricalScale, human_rubric, load_rubric
 from assay.cli.main import app
 from assay.judges import ManagedJudge
 from assay.judges.scripted import ScriptedJudge
-from assay.methods.gereval import validate_score
-from assay.rubrics.generate import GenerationSettings, generate_rubric
+from assay.methods.gereval.generate import GenerationSettings, generate_rubric
+from assay.methods.gereval.method import validate_score
+from assay.methods.gereval.rubric import CategoricalScale, human_rubric, load_rubric
 from published import shared_path
 
 # Words that name a rated dimension or paraphrase it, by dimension; matched at a word start, any case.

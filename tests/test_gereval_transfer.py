@@ -11,12 +11,12 @@ import pytest
 from typer.testing import CliRunner
 
 import assay
-from assay.artifacts.rubric import CategoricalScale, Criterion, Provenance, Rubric
 from assay.cli.main import app
 from assay.errors import ConfigError
 from assay.judges.scripted import ScriptedJudge
 from assay.meta.agreement import fleiss_kappa, icc, krippendorff_alpha
-from assay.rubrics.transfer import criterion_matrix, load_runs, pair_stats, transfer_tables
+from assay.methods.gereval.rubric import CategoricalScale, Criterion, Provenance, Rubric
+from assay.methods.gereval.transfer import criterion_matrix, load_runs, pair_stats, transfer_tables
 
 runner = CliRunner()
 

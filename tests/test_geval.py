@@ -15,19 +15,9 @@ from assay.executor import order_units
 from assay.judges.base import Request
 from assay.judges.scripted import ScriptedJudge, logprob_response
 from assay.methods import get_method
-from assay.methods.geval import (
-    GEval,
-    GEvalOptions,
-    build_prompt,
-    build_steps_prompt,
-    form_label,
-    load_steps_document,
-    parse_steps,
-    resolve_mode,
-    steps_document,
-    task_criteria,
-    top_up_requests,
-)
+from assay.methods.geval.method import GEval, GEvalOptions, resolve_mode, top_up_requests
+from assay.methods.geval.prompts import build_prompt, form_label, task_criteria
+from assay.methods.geval.steps import build_steps_prompt, load_steps_document, parse_steps, steps_document
 from assay.types import Dimension, Scale
 
 STEPS_ANSWER = "1. Read the conversation.\n2. Read the response.\n3. Assign a score from the criteria."
@@ -170,7 +160,7 @@ def test_parse_steps_without_steps() -> None:
 
 
 def test_steps_document_round_trip_and_edit_detection(topical_chat: Dataset) -> None:
-    from assay.methods.geval import steps_entry
+    from assay.methods.geval.steps import steps_entry
 
     d = topical_chat.dimensions(["coherence"])[0]
     entry = steps_entry(d, task_criteria(topical_chat.info, d), "1. Read.\n2. Rate.",
@@ -343,7 +333,7 @@ def test_unusable_steps_fall_back_to_no_steps_with_a_note(topical_chat: Dataset,
 
 
 def test_steps_file_is_used_instead_of_generating(topical_chat: Dataset, tmp_path: Path) -> None:
-    from assay.methods.geval import steps_entry
+    from assay.methods.geval.steps import steps_entry
 
     d = topical_chat.dimensions(["coherence"])[0]
     entry = steps_entry(d, task_criteria(topical_chat.info, d), "1. Read.\n2. Rate.",

@@ -13,8 +13,8 @@ import assay
 from assay.datasets import Dataset
 from assay.errors import ConfigError, InputError
 from assay.judges.scripted import ScriptedJudge
-from assay.methods.geval import GEvalOptions
-from assay.methods.geval_paper import build_paper_prompt, paper_prompt, released_steps
+from assay.methods.geval.method import GEvalOptions
+from assay.methods.geval.paper import build_paper_prompt, paper_prompt, released_steps
 from assay.prompts import MATERIAL_NOTE
 from published import published_dir
 

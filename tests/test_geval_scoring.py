@@ -7,7 +7,7 @@ import math
 import pytest
 
 from assay.judges.base import TokenLogprobs, TopToken
-from assay.methods.geval_scoring import (
+from assay.methods.geval.scoring import (
     find_score_position,
     greedy_estimate,
     is_rating_piece,

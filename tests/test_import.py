@@ -18,7 +18,9 @@ from assay.import_run import ImportOptions, import_answers
 from assay.judges.middleware import ManagedJudge
 from assay.judges.scripted import ScriptedJudge
 from assay.meta.inputs import load_scores, read_run
-from assay.methods import checkeval, direct, geval
+from assay.methods import direct
+from assay.methods.checkeval import parse as checkeval
+from assay.methods.geval import prompts as geval
 from assay.parsing import parse_rating
 from assay.store import RunStore
 

@@ -20,7 +20,7 @@ from assay.datasets import load_dataset
 from assay.errors import InputError
 from assay.judges.base import Request
 from assay.judges.openai import OpenAIJudge
-from assay.methods.geval import STEPS_FORMAT
+from assay.methods.geval.steps import STEPS_FORMAT
 from assay.probe.injections import corpus_path
 from assay.testing import Behaviour, FakeOpenAIServer, injected_dataset, load_injections
 

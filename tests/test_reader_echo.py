@@ -11,7 +11,7 @@ import assay
 from assay.echo import own_answer
 from assay.judges.base import Request
 from assay.judges.scripted import ScriptedJudge, logprob_response
-from assay.methods.checkeval import parse_answers
+from assay.methods.checkeval.parse import parse_answers
 from assay.parsing import extract_json, parse_choice, parse_rating
 from assay.prompts import MATERIAL_NOTE, fence, neutralise, sample_blocks
 from assay.types import Scale

@@ -12,8 +12,8 @@ import assay
 from assay.errors import ConfigError
 from assay.judges.base import Request
 from assay.judges.scripted import ScriptedJudge
-from assay.methods.seal_aggregate import rescore
-from assay.methods.seal_units import split_sentences
+from assay.methods.seal.aggregate import rescore
+from assay.methods.seal.units import split_sentences
 
 FACTS_INTRO = "You will rewrite a text as a list of monadic facts."
 
@@ -360,7 +360,7 @@ def test_logprob_mode_needs_a_logprob_judge():
 
 def test_cli_flags_map_onto_the_options():
     from assay.cli.options import flags_to_options
-    from assay.methods.seal import Seal, SealOptions
+    from assay.methods.seal.method import Seal, SealOptions
 
     flags = ["--no-units", "--uniform-weights", "--recipe", "consistency=summary-consistency-facts",
              "--threshold-facts", "5", "--decisions", "logprobs", "--max-reasks", "1"]

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from assay.methods.seal_aggregate import (
+from assay.methods.seal.aggregate import (
     check_weights,
     dimension_score,
     rating_to_unit_interval,
@@ -91,7 +91,7 @@ def test_rescore_from_a_trace_with_the_judges_or_uniform_weights():
 
 def test_reading_decisions_and_digits_from_log_probabilities():
     from assay.judges.scripted import logprob_response
-    from assay.methods.seal_logprobs import read_decision, read_digit_argmax, read_digit_mean
+    from assay.methods.seal.logprobs import read_decision, read_digit_argmax, read_digit_mean
 
     def pos(table):
         return logprob_response("x", [table]).choices[0].logprobs[0]

@@ -12,8 +12,8 @@ from collections import Counter
 import assay
 from assay.judges.base import Request
 from assay.judges.scripted import ScriptedJudge
-from assay.methods.seal_paper import NO_REFERENCE, normalised_sha256, paper_prompts
-from assay.methods.seal_units import split_sentences
+from assay.methods.seal.paper import NO_REFERENCE, normalised_sha256, paper_prompts
+from assay.methods.seal.units import split_sentences
 from assay.prompts import MATERIAL_NOTE
 from published import shared_path
 
@@ -181,7 +181,7 @@ def test_qags_reference_identical_to_the_source_is_not_a_reference():
 
 def test_cli_preset_flag():
     from assay.cli.options import flags_to_options
-    from assay.methods.seal import Seal, SealOptions
+    from assay.methods.seal.method import Seal, SealOptions
 
     settings = Seal(flags_to_options(["--preset", "paper"], SealOptions, "seal")).settings()
     assert (settings["preset"], settings["sentence_splitter"], settings["decomposition"]) == ("paper", "llm", "joint")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from assay.methods.seal_parse import parse_binary, parse_joint, parse_ratings, parse_support, parse_weights
+from assay.methods.seal.parse import parse_binary, parse_joint, parse_ratings, parse_support, parse_weights
 
 # ---------------------------------------------------------------- Table 22: "1,0,1" per unit
 

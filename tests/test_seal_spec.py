@@ -10,7 +10,7 @@ import yaml
 
 from assay.datasets import load_dataset
 from assay.errors import ConfigError
-from assay.methods.seal_prompts import (
+from assay.methods.seal.prompts import (
     build_single,
     build_support,
     build_units_binary,
@@ -20,8 +20,8 @@ from assay.methods.seal_prompts import (
     text_blocks,
     units_block,
 )
-from assay.methods.seal_spec import SHIPPED_SPEC, load_spec, parse_overrides
-from assay.methods.seal_units import Unit
+from assay.methods.seal.spec import SHIPPED_SPEC, load_spec, parse_overrides
+from assay.methods.seal.units import Unit
 from assay.types import Sample
 
 
@@ -153,7 +153,7 @@ def test_answer_schemas_accept_the_format_and_only_it():
     """Each ask carries the JSON schema of its answer, which the embedded judge decodes under."""
     import re
 
-    from assay.methods.seal_prompts import _BIT, _RATING, _WEIGHT, _values, answer_schema, example_weights
+    from assay.methods.seal.prompts import _BIT, _RATING, _WEIGHT, _values, answer_schema, example_weights
 
     bits, weights, ratings = _values(_BIT, 3)["pattern"], _values(_WEIGHT, 5)["pattern"], _values(_RATING, 2)["pattern"]
     assert re.fullmatch(bits, "1,0,1") and not re.fullmatch(bits, "1,0") and not re.fullmatch(bits, "1, 0, 1")

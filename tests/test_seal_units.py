@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from assay.methods.seal_spec import load_spec
-from assay.methods.seal_units import (
+from assay.methods.seal.spec import load_spec
+from assay.methods.seal.units import (
     adjacent_pairs,
     build_fact_prompt,
     build_split_prompt,

@@ -10,8 +10,7 @@ The public API::
 
 from __future__ import annotations
 
-__version__ = "0.1.0"
-
+from assay._version import __version__
 from assay.api import RunResult, evaluate, evaluate_async
 from assay.datasets import Dataset, list_datasets, load_dataset
 from assay.judges import load_judge

@@ -11,13 +11,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from assay import __version__
+from assay._version import __version__
 from assay.datasets import Dataset, load_dataset
 from assay.errors import ConfigError, did_you_mean
 from assay.executor import Progress, default_unit_concurrency, execute, order_units
+from assay.hashing import content_hash
 from assay.judges import DEFAULT_JUDGE, Judge, ManagedJudge, PriceTable, RetryPolicy, load_judge
 from assay.methods import Method, RunContext, make_method
-from assay.methods.base import content_hash
 from assay.store import RunStore, check_run_dir
 from assay.types import Dimension, Judgment, Sample, Usage
 

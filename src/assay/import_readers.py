@@ -98,7 +98,8 @@ class GEvalReader(AnswerReader):
         return {**super().settings(), "mode": self.mode}
 
     def read(self, sample: Sample, rec: dict[str, Any], *, file: str, record: Any) -> Read:
-        from assay.methods.geval import build_prompt, read_answer, task_criteria
+        from assay.methods.geval.method import read_answer
+        from assay.methods.geval.prompts import build_prompt, task_criteria
 
         texts = self._texts(rec, file, record, many=self.mode == "sampling")
         lps = None
@@ -127,8 +128,8 @@ class CheckEvalReader(AnswerReader):
 
     def __init__(self, dataset: Dataset, dimension: str, answers: str, *, checklist: str | None = None,
                  strict: bool = False) -> None:
-        from assay.artifacts.checklist import checklist_hash, default_checklist, load_checklist
-        from assay.methods.checkeval import Asked
+        from assay.methods.checkeval.checklist import checklist_hash, default_checklist, load_checklist
+        from assay.methods.checkeval.prompts import Asked
 
         super().__init__(dataset, dimension, answers, strict=strict)
         self.spec = checklist or default_checklist(dataset.name)
@@ -166,7 +167,9 @@ class CheckEvalReader(AnswerReader):
         return [(list(self.questions), text)]
 
     def read(self, sample: Sample, rec: dict[str, Any], *, file: str, record: Any) -> Read:
-        from assay.methods.checkeval import QuestionResult, aggregate, build_prompt, parse_answers
+        from assay.methods.checkeval.aggregate import QuestionResult, aggregate
+        from assay.methods.checkeval.parse import parse_answers
+        from assay.methods.checkeval.prompts import build_prompt
 
         info, results, groups = self.dataset.info, {}, []
         for gi, (questions, text) in enumerate(self._answers(rec, file, record), start=1):
@@ -199,7 +202,7 @@ class GerEvalReader(AnswerReader):
 
     def __init__(self, dataset: Dataset, dimension: str, answers: str, *, rubric: str | None = None,
                  strict: bool = False) -> None:
-        from assay.artifacts.rubric import human_rubric, load_rubric
+        from assay.methods.gereval.rubric import human_rubric, load_rubric
 
         if not rubric:
             raise ConfigError("gereval import needs --rubric FILE, human:<dataset> or human (the criteria scored)")
@@ -225,9 +228,9 @@ class GerEvalReader(AnswerReader):
                            "criteria": [c.name for c in self.rubric.criteria]}}
 
     def read(self, sample: Sample, rec: dict[str, Any], *, file: str, record: Any) -> Read:
-        from assay.artifacts.rubric import CategoricalScale, task_text
-        from assay.methods.gereval import build_scoring_prompt, validate_score
-        from assay.rubrics.reprompt import check_answer
+        from assay.methods.gereval.method import build_scoring_prompt, validate_score
+        from assay.methods.gereval.reprompt import check_answer
+        from assay.methods.gereval.rubric import CategoricalScale, task_text
 
         (text,) = self._texts(rec, file, record)
         criterion = self.rubric.criterion(self.dimension.name)

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from assay import __version__
+from assay._version import __version__
 from assay.datasets import load_dataset
 from assay.datasets.readers import read_records
 from assay.errors import ConfigError

@@ -1,1 +1,1 @@
-"""Artifacts as data: checklists, evaluation steps, rubrics and specs, with a schema, a hash and provenance."""
+"""Shipped artifacts as data files only; the code that reads each lives with its method under assay.methods."""

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 if TYPE_CHECKING:
-    from assay.artifacts.checklist import Checklist
+    from assay.methods.checkeval.checklist import Checklist
 
 checklist_app = typer.Typer(no_args_is_help=True, help="CheckEval checklists: show one, or build one with a judge.")
 
@@ -30,7 +30,7 @@ def show(
     removed: Annotated[bool, typer.Option("--removed/--kept-only", help="List removed questions too")] = True,
 ) -> None:
     """Print a checklist as a tree, with the number of questions at each stage (as CheckEval's tables 5-6)."""
-    from assay.artifacts.checklist import checklist_hash, load_checklist
+    from assay.methods.checkeval.checklist import checklist_hash, load_checklist
 
     _, out = _consoles()
     cl = load_checklist(checklist)
@@ -74,7 +74,7 @@ def counts_table(cl: Checklist) -> Any:
     """Questions per stage and dimension, in the layout of CheckEval's tables 5-6."""
     from rich.table import Table
 
-    from assay.artifacts.checklist import STAGES, stage_counts
+    from assay.methods.checkeval.checklist import STAGES, stage_counts
 
     counts = stage_counts(cl)
     table = Table(title="questions per stage")
@@ -128,11 +128,11 @@ def build(
     """Grow a seed checklist with CheckEval's augmentation and filtering, and write it as YAML."""
     import asyncio
 
-    from assay.artifacts.checklist import default_checklist, dump_checklist, load_checklist, parse_checklist
     from assay.cli.main import judge_options
     from assay.datasets import load_dataset
     from assay.judges import ManagedJudge, load_judge
-    from assay.methods.checkeval_build import BuildSettings, build_checklist
+    from assay.methods.checkeval.build import BuildSettings, build_checklist
+    from assay.methods.checkeval.checklist import default_checklist, dump_checklist, load_checklist, parse_checklist
 
     console, out = _consoles()
     ds = load_dataset(dataset)

@@ -35,7 +35,7 @@ def steps(
     from assay.datasets import load_dataset
     from assay.errors import AssayError
     from assay.judges import ManagedJudge, load_judge
-    from assay.methods.geval import generate_steps, steps_document
+    from assay.methods.geval.steps import generate_steps, steps_document
 
     console = Console(stderr=True, emoji=False)
     ds = load_dataset(dataset)

@@ -1,4 +1,4 @@
-"""``assay rubric``: generate, show, measure and compare GER-Eval rubrics (thin over assay.rubrics)."""
+"""``assay rubric``: generate, show, measure and compare GER-Eval rubrics (thin over assay.methods.gereval)."""
 
 from __future__ import annotations
 
@@ -58,11 +58,11 @@ def generate(
     cache: CacheDir = None,
 ) -> None:
     """Have a judge write a rubric for a dataset's task (GER-Eval generation)."""
-    from assay.artifacts.rubric import TaskText, save_rubric, task_text
     from assay.cli.main import console, out
     from assay.datasets import load_dataset
     from assay.errors import AssayError
-    from assay.rubrics.generate import GenerationSettings, generate_rubric
+    from assay.methods.gereval.generate import GenerationSettings, generate_rubric
+    from assay.methods.gereval.rubric import TaskText, save_rubric, task_text
 
     settings = GenerationSettings(condition=condition, k=k, seed=seed, temperature=temperature, top_p=top_p,
                                   max_tokens=max_tokens, instruction_max_tokens=instruction_max_tokens,
@@ -103,8 +103,8 @@ def human(name: Annotated[str | None, typer.Argument(help="Bundled dataset name"
           output: Annotated[Path | None, typer.Option("--output", "-o", help="Also write it to a file")] = None,
           ) -> None:
     """Show (and optionally write) the human rubric of a dataset in the rubric format, with its sources."""
-    from assay.artifacts.rubric import human_rubric, save_rubric
     from assay.cli.main import out
+    from assay.methods.gereval.rubric import human_rubric, save_rubric
 
     if (name is None) == (dataset is None):
         from assay.errors import ConfigError
@@ -121,8 +121,8 @@ def human(name: Annotated[str | None, typer.Argument(help="Bundled dataset name"
 @rubric_app.command()
 def show(spec: Annotated[str, typer.Argument(help="Rubric file or human:<dataset>")]) -> None:
     """Print a rubric's criteria and provenance summary."""
-    from assay.artifacts.rubric import load_rubric
     from assay.cli.main import out
+    from assay.methods.gereval.rubric import load_rubric
 
     rubric = load_rubric(spec)
     _print_rubric(rubric, out)
@@ -164,12 +164,12 @@ def stats(
     """Breadth, uniqueness (embedding de-duplication) and, with --human, alignment by an LLM tagger."""
     from rich.table import Table
 
-    from assay.artifacts.rubric import human_rubric, load_rubric, task_text
     from assay.cli.main import console, out
     from assay.datasets import get_info
     from assay.errors import ConfigError
-    from assay.rubrics.embed import load_embedder
-    from assay.rubrics.stats import rubric_stats, tag_rubric
+    from assay.methods.gereval.embed import load_embedder
+    from assay.methods.gereval.rubric import human_rubric, load_rubric, task_text
+    from assay.methods.gereval.stats import rubric_stats, tag_rubric
 
     rubrics = [load_rubric(f) for f in files]
     model = None
@@ -232,7 +232,7 @@ def transfer(
     from rich.table import Table
 
     from assay.cli.main import console, out
-    from assay.rubrics.transfer import load_runs, transfer_tables
+    from assay.methods.gereval.transfer import load_runs, transfer_tables
 
     loaded = load_runs(runs)
     for msg in loaded.notes:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import abc
-import hashlib
 import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -12,6 +11,7 @@ from typing import Any, ClassVar
 from pydantic import BaseModel, ConfigDict
 
 from assay.datasets import Dataset
+from assay.hashing import content_hash
 from assay.judges.base import Response
 from assay.judges.middleware import ManagedJudge, usage_of
 from assay.types import Dimension, Judgment, Sample, Usage
@@ -122,8 +122,3 @@ def shuffled(items: list[Any], seed: int, *key: str) -> list[Any]:
     out = list(items)
     random.Random("|".join([str(seed), *key])).shuffle(out)
     return out
-
-
-def content_hash(text: str) -> str:
-    """A short, stable hash of an artifact's text."""
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]

@@ -8,7 +8,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from assay import __version__
+from assay._version import __version__
 from assay.api import _detect_capabilities
 from assay.datasets import Dataset, load_dataset
 from assay.errors import AssayError, ConfigError, did_you_mean

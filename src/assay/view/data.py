@@ -36,7 +36,7 @@ def build_view_data(run_dirs: Sequence[str | Path], *, bootstrap: int = 1000, se
         ConfigError: A path that is a file (a scores file, not a run).
         AssayError: A directory that is not a readable run.
     """
-    from assay import __version__
+    from assay._version import __version__
     from assay.errors import ConfigError
 
     for d in run_dirs:
@@ -80,7 +80,7 @@ def _read_run(run_dir: Path) -> dict[str, Any]:
 
 
 def _hash(text: str) -> str:
-    from assay.methods.base import content_hash
+    from assay.hashing import content_hash
 
     return content_hash(text)
 

@@ -17,7 +17,7 @@ from typing import Any
 
 import yaml
 
-from assay.methods.seal_units import FACT_PREFIX, json_list, parse_split, validate_facts
+from assay.methods.seal.units import FACT_PREFIX, json_list, parse_split, validate_facts
 from assay.parsing import Parsed
 from assay.prompts import MATERIAL_NOTE, fence
 

@@ -18,9 +18,9 @@ from typing import Any
 
 import numpy as np
 
-from assay.artifacts.rubric import Criterion, Rubric
 from assay.judges.base import Request
-from assay.rubrics.reprompt import DEFAULT_REASKS, ask_json
+from assay.methods.gereval.reprompt import DEFAULT_REASKS, ask_json
+from assay.methods.gereval.rubric import Criterion, Rubric
 
 OTHER = "other"
 # The paper's threshold is not legible in our copy; 0.8 suits all-MiniLM-L6-v2, whose cosine

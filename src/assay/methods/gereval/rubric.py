@@ -376,7 +376,7 @@ def human_rubric(dataset: str) -> Rubric:
     ``left_out`` are not rubric items. Criterion names are the dataset's dimension names, so a run with
     this rubric is compared with the human ratings dimension by dimension.
     """
-    from assay import __version__
+    from assay._version import __version__
     from assay.datasets import get_info
 
     info = get_info(dataset)

@@ -22,7 +22,12 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from assay.artifacts.checklist import (
+from assay.datasets.catalog import DatasetInfo
+from assay.errors import ConfigError
+from assay.hashing import content_hash
+from assay.judges.base import Request
+from assay.judges.middleware import ManagedJudge
+from assay.methods.checkeval.checklist import (
     BuildRecord,
     CallRecord,
     Checklist,
@@ -32,11 +37,6 @@ from assay.artifacts.checklist import (
     checklist_hash,
     normalise_question,
 )
-from assay.datasets.catalog import DatasetInfo
-from assay.errors import ConfigError
-from assay.judges.base import Request
-from assay.judges.middleware import ManagedJudge
-from assay.methods.base import content_hash
 from assay.parsing import extract_json
 
 FILTER_CRITERIA = ("alignment", "dimension consistency", "redundancy", "style")
@@ -595,7 +595,7 @@ async def build_checklist(seeds: Checklist, info: DatasetInfo, judge: ManagedJud
         dimensions: The dimensions to build (default: all of the seed checklist's).
         name: Name of the new checklist.
     """
-    from assay import __version__
+    from assay._version import __version__
 
     builder = Builder(info, judge, settings)
     dims = [seeds.dimension(d) for d in dimensions] if dimensions else list(seeds.dimensions)

@@ -18,7 +18,14 @@ from typing import Any
 
 from pydantic import Field
 
-from assay.artifacts.rubric import (
+from assay.datasets import Dataset
+from assay.datasets.catalog import DatasetInfo
+from assay.errors import ConfigError
+from assay.hashing import content_hash
+from assay.judges.base import Request, schema_text
+from assay.methods.base import Method, MethodOptions, RunContext, StageUsage
+from assay.methods.gereval.reprompt import DEFAULT_REASKS, ask_json
+from assay.methods.gereval.rubric import (
     HUMAN_PREFIX,
     CategoricalScale,
     Criterion,
@@ -27,14 +34,8 @@ from assay.artifacts.rubric import (
     load_rubric,
     task_text,
 )
-from assay.datasets import Dataset
-from assay.datasets.catalog import DatasetInfo
-from assay.errors import ConfigError
-from assay.judges.base import Request, schema_text
-from assay.methods.base import Method, MethodOptions, RunContext, StageUsage, content_hash
 from assay.parsing import parse_rating
 from assay.prompts import MATERIAL_NOTE, sample_blocks
-from assay.rubrics.reprompt import DEFAULT_REASKS, ask_json
 from assay.types import Dimension, Judgment, Sample
 
 

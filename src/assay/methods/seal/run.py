@@ -1,7 +1,8 @@
 """SEAL's per-judgment driver: plan the units, verify, weigh, aggregate, and record it all in the trace.
 
-Kept apart from :mod:`assay.methods.seal` (options, spec, shared stage-1 cache) so that each module
-stays small. Everything here sequences pure functions of the ``seal_*`` modules around judge calls.
+Kept apart from :mod:`assay.methods.seal.method` (spec, shared stage-1 cache; the options are in
+:mod:`assay.methods.seal.options`) so that each module stays small. Everything here sequences pure
+functions of this package's other modules around judge calls.
 """
 
 from __future__ import annotations
@@ -9,20 +10,21 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal, Protocol
 
 from assay.echo import own_answer
+from assay.hashing import content_hash
 from assay.judges.base import Message, Request, schema_text
 from assay.judges.middleware import ManagedJudge
-from assay.methods.base import RunContext, StageUsage, content_hash, shuffled
-from assay.methods.seal_aggregate import (
+from assay.methods.base import RunContext, StageUsage, shuffled
+from assay.methods.seal.aggregate import (
     check_weights,
     dimension_score,
     rating_to_unit_interval,
     uniform_weights,
     unit_score,
 )
-from assay.methods.seal_logprobs import (
+from assay.methods.seal.logprobs import (
     TOP_K,
     build_importance,
     build_question,
@@ -32,8 +34,9 @@ from assay.methods.seal_logprobs import (
     read_digit_mean,
     unit_target,
 )
-from assay.methods.seal_parse import parse_binary, parse_joint, parse_ratings, parse_support, parse_weights
-from assay.methods.seal_prompts import (
+from assay.methods.seal.options import SealOptions
+from assay.methods.seal.parse import parse_binary, parse_joint, parse_ratings, parse_support, parse_weights
+from assay.methods.seal.prompts import (
     RATING_HIGH,
     RATING_LOW,
     Ask,
@@ -46,14 +49,30 @@ from assay.methods.seal_prompts import (
     text_blocks,
     units_block,
 )
-from assay.methods.seal_spec import Recipe
-from assay.methods.seal_units import Unit, adjacent_pairs, fine_grained, sentence_units, whole_unit
+from assay.methods.seal.spec import Recipe
+from assay.methods.seal.units import Unit, adjacent_pairs, fine_grained, sentence_units, whole_unit
 from assay.parsing import Parsed
 from assay.prompts import fence
 from assay.types import Dimension, Sample, Usage
 
-if TYPE_CHECKING:
-    from assay.methods.seal import Seal
+
+class SealStages(Protocol):
+    """What a :class:`SealRun` needs from its method: the options, Table 19's n and the shared stage-1 results.
+
+    A protocol rather than the ``Seal`` class itself, so that this module does not import the method (which
+    imports it).
+    """
+
+    options: SealOptions
+
+    def threshold(self, recipe: Recipe) -> int | None: ...
+
+    async def sentences(self, text: str, label: str, ctx: RunContext, source: str = "") -> tuple[Stage1, bool]: ...
+
+    async def facts(self, role: str, text: str, label: str, ctx: RunContext) -> tuple[Stage1, bool]: ...
+
+    async def triple_facts(self, source: str, reference: str | None, output: str,
+                           ctx: RunContext) -> tuple[Stage1, bool]: ...
 
 #: How much of a malformed answer is echoed back when re-asking (keeps the context bounded).
 ECHO_CHARS = 1500
@@ -167,7 +186,8 @@ def shuffled_plan(plan: Plan, unit: str, seed: int, *key: str) -> Plan:
 class SealRun:
     """One (sample, dimension) judgment in progress: its usage by stage and its trace."""
 
-    def __init__(self, method: Seal, sample: Sample, dimension: Dimension, ctx: RunContext, recipe: Recipe) -> None:
+    def __init__(self, method: SealStages, sample: Sample, dimension: Dimension, ctx: RunContext,
+                 recipe: Recipe) -> None:
         self.m, self.sample, self.ctx, self.recipe = method, sample, ctx, recipe
         self.opts = method.options
         self.info = ctx.dataset.info

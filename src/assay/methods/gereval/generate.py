@@ -22,7 +22,13 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from assay.artifacts.rubric import (
+from assay.datasets import Dataset
+from assay.datasets.catalog import DatasetInfo
+from assay.errors import ConfigError
+from assay.hashing import content_hash
+from assay.judges.base import Request, schema_text
+from assay.methods.gereval.reprompt import DEFAULT_REASKS, Asked, ask_json
+from assay.methods.gereval.rubric import (
     CategoricalScale,
     Criterion,
     NumericScale,
@@ -31,13 +37,7 @@ from assay.artifacts.rubric import (
     TaskText,
     task_text,
 )
-from assay.datasets import Dataset
-from assay.datasets.catalog import DatasetInfo
-from assay.errors import ConfigError
-from assay.judges.base import Request, schema_text
-from assay.methods.base import content_hash
 from assay.prompts import MATERIAL_NOTE, fence
-from assay.rubrics.reprompt import DEFAULT_REASKS, Asked, ask_json
 from assay.types import Sample
 
 Condition = Literal["task", "contexts", "contrastive"]
@@ -413,7 +413,7 @@ async def generate_rubric(dataset: Dataset, judge: Any, settings: GenerationSett
     Returns:
         The rubric; its criteria are empty when the criteria answer was discarded (see provenance).
     """
-    from assay import __version__
+    from assay._version import __version__
 
     info = dataset.info
     task = task or task_text(info)

@@ -25,7 +25,7 @@ from typing import Any
 
 import yaml
 
-from assay.artifacts.checklist import (
+from assay.methods.checkeval.checklist import (
     Checklist,
     ChecklistDimension,
     Origin,

@@ -11,7 +11,7 @@ import math
 import re
 from typing import Any
 
-from assay.methods.seal_units import first_object, lookup
+from assay.methods.seal.units import first_object, lookup
 from assay.parsing import Parsed
 
 _YES = {"1", "yes", "true", "y"}

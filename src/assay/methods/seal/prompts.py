@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from assay.datasets.catalog import DatasetInfo
-from assay.methods.seal_spec import Recipe, SubDimension
-from assay.methods.seal_units import Unit
+from assay.methods.seal.spec import Recipe, SubDimension
+from assay.methods.seal.units import Unit
 from assay.prompts import MATERIAL_NOTE, fence
 from assay.types import Sample
 

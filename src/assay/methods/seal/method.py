@@ -8,7 +8,7 @@ Algorithm 1 of the SEAL paper, per (sample, dimension):
 3. have the judge weigh the sub-dimensions, w(s) per (input, output, dimension);
 4. aggregate deterministically: unit score = sum_s w(s) v(u, s), dimension score = mean over units.
 
-The prompts, parsers and arithmetic are pure functions in ``seal_*`` modules; this module only
+The prompts, parsers and arithmetic are pure functions in this package's other modules; this module only
 sequences them around judge calls, shares stage-1 results across dimensions and samples, and records
 everything in the trace.
 """
@@ -18,14 +18,12 @@ from __future__ import annotations
 import asyncio
 import hashlib
 from collections.abc import Awaitable, Callable
-from typing import Any, Literal
-
-from pydantic import Field, model_validator
+from typing import Any
 
 from assay.errors import ConfigError
 from assay.methods.base import Method, MethodOptions, RunContext, StageUsage
-from assay.methods.seal_paper import (
-    PAPER_PRESET,
+from assay.methods.seal.options import SealOptions
+from assay.methods.seal.paper import (
     answer_hint,
     build_paper_fact_prompt,
     build_paper_split_prompt,
@@ -33,10 +31,10 @@ from assay.methods.seal_paper import (
     parse_joint_facts,
     parse_paper_split,
 )
-from assay.methods.seal_prompts import Ask
-from assay.methods.seal_run import SealRun, Stage1, ask_judge
-from assay.methods.seal_spec import Recipe, Spec, load_spec, parse_overrides
-from assay.methods.seal_units import (
+from assay.methods.seal.prompts import Ask
+from assay.methods.seal.run import SealRun, Stage1, ask_judge
+from assay.methods.seal.spec import Recipe, Spec, load_spec, parse_overrides
+from assay.methods.seal.units import (
     FACT_PREFIX,
     build_fact_prompt,
     build_split_prompt,
@@ -45,76 +43,6 @@ from assay.methods.seal_units import (
     split_sentences,
 )
 from assay.types import Dimension, Judgment, Sample, Usage
-
-
-class SealOptions(MethodOptions):
-    """Options of SEAL.
-
-    Attributes:
-        preset: ``assay`` (default) or ``paper``: the paper's stage 1 (Table 21 prompts verbatim, LLM
-            sentence splitting, one fact-extraction call per (source, reference, output) triple). A preset
-            fills the options it sets (``seal_paper.PAPER_PRESET``) unless they are given explicitly;
-            the manifest records what it set and what was overridden.
-        spec: Path of a spec YAML replacing the shipped one (``assay/artifacts/seal/spec.yaml``).
-        recipe: ``DIMENSION=RECIPE`` overrides of the spec's dataset mapping (repeatable), e.g.
-            ``consistency=summary-consistency-facts`` to judge QAGS fact by fact.
-        sentence_splitter: ``pysbd`` (deterministic, default) or ``llm`` (the paper's Table 21 stage 1;
-            with the paper preset, the paper's own prompt).
-        decomposition: ``per-text`` (default: each text's facts in a call of their own, a document's
-            source and reference facts shared by all its outputs) or ``joint`` (the paper: source,
-            reference and output facts in one call per triple, Table 21's prompt).
-        decisions: ``batched`` (the paper's JSON answers, Tables 22-25) or ``logprobs`` (assay's mode for
-            small local judges: one question per call, decided by the yes/no probabilities).
-        threshold_sentences / threshold_facts: Override Table 19's n (3 sentences, 6 facts).
-        no_units: Ablation w/o SD: the whole output is one unit.
-        no_subdims: Ablation w/o SV: one scalar rating per unit instead of binary sub-dimension decisions.
-        uniform_weights: Ablation w/o weighting: uniform weights, the judge is not asked for any.
-        max_reasks: Re-asks after a malformed or misaligned answer, per request.
-        temperature: Decoding temperature (the paper uses 0).
-        answer_slack: Tokens allowed beyond the expected answer's size.
-        fact_max_tokens / source_fact_max_tokens: Token budgets of fact extraction for outputs and
-            references, and for sources.
-        shuffle_seed: List the units (facts, transitions, sentences) in an order drawn from this seed, the
-            order-sensitivity hook of ``assay probe`` (see :func:`assay.methods.seal_run.shuffled_plan`).
-    """
-
-    preset: Literal["assay", "paper"] = "assay"
-    spec: str | None = None
-    recipe: list[str] = Field(default_factory=list)
-    sentence_splitter: Literal["pysbd", "llm"] = "pysbd"
-    decomposition: Literal["per-text", "joint"] = "per-text"
-    decisions: Literal["batched", "logprobs"] = "batched"
-    threshold_sentences: int | None = Field(default=None, ge=1)
-    threshold_facts: int | None = Field(default=None, ge=1)
-    no_units: bool = False
-    no_subdims: bool = False
-    uniform_weights: bool = False
-    max_reasks: int = Field(default=2, ge=0, le=5)
-    temperature: float = Field(default=0.0, ge=0.0)
-    answer_slack: int = Field(default=32, ge=8)
-    fact_max_tokens: int = Field(default=320, ge=32)
-    source_fact_max_tokens: int = Field(default=900, ge=32)
-    shuffle_seed: int | None = None
-
-    @model_validator(mode="before")
-    @classmethod
-    def _apply_preset(cls, data: Any) -> Any:
-        """Fill the options a preset sets; options given explicitly win (and are recorded as overrides)."""
-        if isinstance(data, dict) and data.get("preset") == "paper":
-            data = {**PAPER_PRESET, **data}
-        return data
-
-    def preset_record(self) -> dict[str, Any]:
-        """What the preset set and which of its settings were overridden, for the manifest."""
-        if self.preset != "paper":
-            return {"name": self.preset, "sets": {}}
-        values = self.model_dump(mode="json")
-        overridden = {k: values[k] for k, v in PAPER_PRESET.items() if values[k] != v}
-        prompts = paper_prompts()
-        return {"name": "paper", "sets": dict(PAPER_PRESET), "overridden": overridden,
-                "stage1_prompts": {"source": prompts.source, "sha256": prompts.hashes,
-                                   "used": {"split": values["sentence_splitter"] == "llm",
-                                            "facts": values["decomposition"] == "joint"}}}
 
 
 def _key(*parts: str) -> str:

@@ -14,9 +14,9 @@ import math
 from dataclasses import dataclass
 
 from assay.judges.base import TokenLogprobs
-from assay.methods.seal_prompts import Ask, join_parts, rules_block
-from assay.methods.seal_spec import Recipe, SubDimension
-from assay.methods.seal_units import Unit
+from assay.methods.seal.prompts import Ask, join_parts, rules_block
+from assay.methods.seal.spec import Recipe, SubDimension
+from assay.methods.seal.units import Unit
 from assay.parsing import Parsed
 
 #: Top tokens requested at the answer position.

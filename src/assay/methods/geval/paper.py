@@ -21,7 +21,7 @@ import yaml
 
 from assay.datasets.catalog import DatasetInfo
 from assay.errors import ConfigError, InputError
-from assay.methods.base import content_hash
+from assay.hashing import content_hash
 from assay.prompts import MATERIAL_NOTE, fence
 from assay.types import Dimension, Sample, Scale
 

@@ -18,7 +18,7 @@ from assay.errors import ConfigError, did_you_mean
 UnitType = Literal["sentence", "adjacent_pair", "monadic_fact", "response", "triple"]
 TextPart = Literal["source", "context", "reference"]
 
-SHIPPED_SPEC = Path(__file__).resolve().parent.parent / "artifacts" / "seal" / "spec.yaml"
+SHIPPED_SPEC = Path(__file__).resolve().parents[2] / "artifacts" / "seal" / "spec.yaml"
 
 #: Unit types judged as several units (gated by the threshold n); the others are one unit per output.
 MULTI_UNIT: dict[str, Literal["sentence", "fact"]] = {

@@ -311,7 +311,7 @@ def shipped_dir() -> Path:
 
 def shipped_checklists() -> list[str]:
     """Names of the checklists shipped with assay: assay's YAML files and the papers' released pools."""
-    from assay.artifacts.checklist_paper import PAPER_POOLS
+    from assay.methods.checkeval.paper import PAPER_POOLS
 
     return sorted([p.stem for p in shipped_dir().glob("*.yaml")] + list(PAPER_POOLS))
 
@@ -322,7 +322,7 @@ def checklist_path(spec: str) -> Path:
     Raises:
         ConfigError: Neither an existing file nor a shipped name.
     """
-    from assay.artifacts.checklist_paper import PAPER_DIR, PAPER_POOLS
+    from assay.methods.checkeval.paper import PAPER_DIR, PAPER_POOLS
 
     path = Path(spec).expanduser()
     if path.is_file():
@@ -339,7 +339,7 @@ def checklist_path(spec: str) -> Path:
 def load_checklist(spec: str) -> Checklist:
     """Load a checklist by shipped name (``summeval``, ``topical-chat``, ``qags``, the released pools
     ``summeval-paper`` and ``topical-chat-paper``) or file path."""
-    from assay.artifacts.checklist_paper import PAPER_POOLS, paper_checklist
+    from assay.methods.checkeval.paper import PAPER_POOLS, paper_checklist
 
     if spec in PAPER_POOLS and not Path(spec).expanduser().is_file():
         return paper_checklist(spec)

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from assay.methods.seal_spec import FactPrompt, SplitPrompt
+from assay.methods.seal.spec import FactPrompt, SplitPrompt
 from assay.parsing import Parsed, extract_json
 from assay.prompts import MATERIAL_NOTE, fence
 

@@ -1,0 +1,267 @@
+"""CheckEval: a checklist of yes/no questions per dimension, answered in groups; score = yes / answered.
+
+Follows CheckEval (Lee et al. 2025), section 3.3 and appendix C figures 7-8: questions are
+grouped by sub-dimension and several are asked in one prompt (task, instructions, answer
+format ``Q1: yes``, the texts, the dimension's definition, the questions), and the score is the
+share of 'yes' answers. Two points the paper leaves open are made explicit here:
+
+* A missing or unreadable answer is never a 'no': it is recorded as missing, the question is
+  asked again once on its own, and what is still missing is left out of the denominator and
+  counted in the trace.
+* ``soft``: the probability of 'yes' read from the judge's log-probabilities at each answer
+  token, averaged (the graded variant that the paper's section 6.2 calls for). It is recorded
+  beside the binary score; with ``soft`` on it becomes the judgment's score.
+
+The prompt puts the dimension's definition after the texts (figures 7-8 have it before them) so
+that prompts for every dimension of a sample share the longest prefix; nothing else moves.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any, Literal
+
+from pydantic import Field, model_validator
+
+from assay.errors import ConfigError
+from assay.hashing import content_hash
+from assay.judges.base import Choice, Request
+from assay.methods.base import Method, MethodOptions, RunContext, StageUsage, shuffled
+from assay.methods.checkeval.aggregate import QuestionResult, aggregate
+from assay.methods.checkeval.checklist import (
+    Checklist,
+    ChecklistDimension,
+    checklist_hash,
+    checklist_path,
+    default_checklist,
+    dump_checklist,
+    load_checklist,
+)
+from assay.methods.checkeval.paper import DATASET_PAPER_CHECKLISTS
+from assay.methods.checkeval.parse import p_yes_at, parse_answers
+from assay.methods.checkeval.prompts import Asked, build_prompt, plan_groups
+from assay.methods.presets import apply_preset
+from assay.types import Dimension, Judgment, Sample
+
+
+class CheckEvalOptions(MethodOptions):
+    """Options of CheckEval.
+
+    Attributes:
+        checklist: A shipped checklist name (``summeval``, ``topical-chat``, ``qags``) or a YAML
+            file; default: the one shipped for the dataset.
+        group_size: Most questions in one prompt. Whole sub-dimensions are packed together while
+            they fit; a larger sub-dimension is split.
+        per_question: One question per prompt (the single-question ablation of section 3.3).
+        soft: Score = mean P(yes) from log-probabilities at each answer token; the binary
+            yes-ratio stays in the trace.
+        reask: Ask each missing answer again once, on its own.
+        max_tokens: Room for the answers; default 24 tokens per question + 16, at most 200 (the paper's
+            setting), so that a judge that restates each question still reaches the last one.
+        temperature: Decoding temperature (the paper used 1 with a fixed seed; 0 is greedy).
+        seed: Sampling seed passed to the judge.
+        top_logprobs: How many alternatives to read at each answer position when ``soft``.
+        grouping: ``packed`` (whole sub-dimensions packed into prompts of at most ``group_size``) or
+            ``sub_dimension`` (one prompt per sub-dimension with all its questions, as the paper).
+        definition: Where the dimension's definition goes: ``after`` the texts (assay's order, for
+            prefix reuse) or ``before`` them, right after the task (figures 7-8).
+        shuffle_seed: Ask each prompt's questions in an order drawn from this seed (and the sample, dimension
+            and prompt), instead of the checklist's: the order-sensitivity hook of ``assay probe``. The
+            answers are read back to their questions, so only the order shown to the judge changes.
+        preset: ``paper``: the paper's settings (section 4.4 and figures 7-8): temperature 1, seed 42,
+            200 tokens, one prompt per sub-dimension, the definition before the texts, and the
+            released question pool of the dataset (``summeval-paper``, ``topical-chat-paper``) unless
+            ``checklist`` names another. An option given with another value than the preset's is an error.
+    """
+
+    checklist: str | None = None
+    group_size: int = Field(default=5, ge=1)
+    per_question: bool = False
+    soft: bool = False
+    reask: bool = True
+    max_tokens: int | None = Field(default=None, ge=1)
+    temperature: float = Field(default=0.0, ge=0.0)
+    seed: int = 0
+    top_logprobs: int = Field(default=10, ge=1, le=20)
+    grouping: Literal["packed", "sub_dimension"] = "packed"
+    definition: Literal["after", "before"] = "after"
+    shuffle_seed: int | None = None
+    preset: Literal["paper"] | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _preset(cls, values: Any) -> Any:
+        return apply_preset(values, PRESETS, "checkeval")
+
+
+# The paper's settings (CheckEval 2025, section 4.4: temperature 1, n 1, a fixed seed, max_length 200;
+# section 3.3 and the released code: questions grouped by sub-dimension; figures 7-8: the definition
+# before the texts). The paper fixes the seed without giving it; 42 is the one in the authors' released
+# G-Eval inference script.
+PRESETS: dict[str, dict[str, Any]] = {
+    "paper": {"temperature": 1.0, "seed": 42, "max_tokens": 200, "grouping": "sub_dimension",
+              "definition": "before"},
+}
+
+
+class CheckEval(Method):
+    """Checklist-based evaluation (CheckEval): yes/no questions per sub-dimension, score = yes / answered."""
+
+    name = "checkeval"
+    Options = CheckEvalOptions
+    options: CheckEvalOptions
+
+    def __init__(self, options: MethodOptions | dict[str, Any] | None = None) -> None:
+        super().__init__(options)
+        self.checklist: Checklist | None = None
+        self.checklist_spec: str | None = None
+        self.checklist_sha: str | None = None
+        self.soft_fallback: str | None = None
+
+    def settings(self) -> dict[str, Any]:
+        """Options plus the checklist's hash, so that a run never resumes with other questions."""
+        out = super().settings()
+        if self.checklist_sha:
+            out["checklist_sha256"] = self.checklist_sha
+        return out
+
+    def _load(self, dataset: str, dimensions: list[Dimension]) -> Checklist:
+        if self.checklist is None:
+            spec = self.options.checklist or self._default_checklist(dataset)
+            checklist = load_checklist(spec)
+            for d in dimensions:
+                cdim = checklist.dimension(d.name)
+                if not any(sub.kept() for sub in cdim.sub_dimensions):
+                    raise ConfigError(f"checklist {spec!r}: dimension {d.name!r} has no kept question")
+            self.checklist, self.checklist_spec = checklist, spec
+            self.checklist_sha = checklist_hash(checklist)
+        return self.checklist
+
+    def _default_checklist(self, dataset: str) -> str:
+        """The dataset's shipped checklist; under the paper preset, its released question pool."""
+        if self.options.preset != "paper":
+            return default_checklist(dataset)
+        if dataset not in DATASET_PAPER_CHECKLISTS:
+            raise ConfigError(f"checkeval --preset paper: the authors released question pools for "
+                              f"{', '.join(sorted(DATASET_PAPER_CHECKLISTS))}, not {dataset!r}; pass --checklist")
+        return DATASET_PAPER_CHECKLISTS[dataset]
+
+    async def prepare(self, ctx: RunContext) -> dict[str, Any]:
+        checklist = self._load(ctx.dataset.name, ctx.dimensions)
+        stored = ctx.artifacts("checklist", dump_checklist(checklist))
+        self._soft_active(ctx)
+        return {"checklist": {
+            "name": checklist.name, "spec": self.checklist_spec, "path": str(checklist_path(self.checklist_spec or "")),
+            "sha256": self.checklist_sha, "stored_as": stored, "source": checklist.source,
+            "questions": {d.name: sum(len(s.kept()) for s in checklist.dimension(d.name).sub_dimensions)
+                          for d in ctx.dimensions}}}
+
+    def _soft_active(self, ctx: RunContext) -> bool:
+        """Whether P(yes) can be read; if --soft was asked of a judge without log-probabilities, say so once."""
+        if not self.options.soft:
+            return False
+        if ctx.judge.supports_logprobs:
+            return True
+        if self.soft_fallback is None:
+            self.soft_fallback = (f"{ctx.judge.identity.label} gives no log-probabilities: --soft falls back to "
+                                  "the binary yes-ratio (score = yes / answered)")
+            ctx.note("fallback", self.soft_fallback)
+        return False
+
+    def _request(self, prompt: str, n_questions: int, soft: bool) -> Request:
+        max_tokens = self.options.max_tokens or min(200, 24 * n_questions + 16)
+        # Once the judge starts a question that is not there, every answer has been given: stop.
+        return Request.chat(prompt, temperature=self.options.temperature, max_tokens=max_tokens,
+                            seed=self.options.seed, top_logprobs=self.options.top_logprobs if soft else None,
+                            stop=(f"Q{n_questions + 1}:",))
+
+    async def _ask(self, sample: Sample, dim: ChecklistDimension, group: list[Asked], ctx: RunContext,
+                   usage: StageUsage, stage: str, soft: bool) -> tuple[dict[str, Any], list[QuestionResult]]:
+        """Ask one group of questions; return its trace entry and a result per question."""
+        prompt = build_prompt(sample, dim.name, dim.definition, group, ctx.dataset.info,
+                              definition_first=self.options.definition == "before")
+        resp = usage.add(stage, await ctx.judge.generate(self._request(prompt, len(group), soft), stage=stage))
+        choice = resp.choices[0]
+        parsed = parse_answers(choice.text, len(group), prompt)
+        results = []
+        for k, asked in enumerate(group, start=1):
+            r = QuestionResult(asked)
+            ans = parsed.answers.get(k)
+            if ans is not None:
+                r.answer = ans.yes
+                if soft:
+                    r.p_yes, r.note = _soft(choice, ans.offset)
+            else:
+                r.note = parsed.reasons.get(k, "not answered")
+            results.append(r)
+        entry = {"questions": [a.id for a in group], "prompt_sha256": content_hash(prompt), "answer": choice.text,
+                 "notes": parsed.notes}
+        return entry, results
+
+    async def score(self, sample: Sample, dimension: Dimension, ctx: RunContext) -> Judgment:
+        checklist = self._load(ctx.dataset.name, ctx.dimensions)
+        cdim = checklist.dimension(dimension.name)
+        soft = self._soft_active(ctx)
+        usage = StageUsage()
+        groups = plan_groups(cdim, 1, "packed") if self.options.per_question else \
+            plan_groups(cdim, self.options.group_size, self.options.grouping)
+        if self.options.shuffle_seed is not None:
+            groups = [shuffled(g, self.options.shuffle_seed, sample.id, dimension.name, str(i))
+                      for i, g in enumerate(groups)]
+        asked = await asyncio.gather(*(self._ask(sample, cdim, g, ctx, usage, "score", soft) for g in groups))
+        results: list[QuestionResult] = []
+        group_trace = []
+        asked_alone: set[int] = set()  # results whose question was already asked on its own
+        for gi, (entry, rs) in enumerate(asked, start=1):
+            group_trace.append(entry)
+            for r in rs:
+                r.where = f"group {gi}"
+                if len(rs) == 1:
+                    asked_alone.add(id(r))
+            results.extend(rs)
+        reasks = []
+        # A question asked alone (per-question mode, or a group of one) would get the identical prompt again.
+        missing = [r for r in results if r.answer is None and id(r) not in asked_alone]
+        if self.options.reask and missing:
+            again = await asyncio.gather(*(self._ask(sample, cdim, [r.asked], ctx, usage, "reask", soft)
+                                           for r in missing))
+            for r, (entry, (new,)) in zip(missing, again, strict=True):
+                reasks.append(entry)
+                r.answer, r.p_yes, r.note, r.where = new.answer, new.p_yes, new.note, r.where + ", re-asked alone"
+        return self._judgment(sample, dimension, ctx, results, group_trace, reasks, usage, soft)
+
+    def _judgment(self, sample: Sample, dimension: Dimension, ctx: RunContext, results: list[QuestionResult],
+                  groups: list[dict[str, Any]], reasks: list[dict[str, Any]], usage: StageUsage,
+                  soft: bool) -> Judgment:
+        agg = aggregate(results)
+        overall = agg["overall"]
+        binary, soft_score = overall["yes_ratio"], overall["p_yes_mean"]
+        fallback = self.soft_fallback if self.options.soft and not soft else None
+        if self.options.soft and soft and soft_score is None and binary is not None:
+            fallback = "no P(yes) could be read at any answer position: score is the binary yes-ratio"
+            ctx.note("fallback", f"checkeval --soft: {fallback}")
+        use_soft = self.options.soft and soft_score is not None
+        score = soft_score if use_soft else binary
+        trace = {
+            "checklist": {"name": self.checklist.name if self.checklist else None, "sha256": self.checklist_sha},
+            "mode": "per_question" if self.options.per_question else "grouped",
+            "score_kind": "soft" if use_soft else "binary",
+            "binary_score": binary, "soft_score": soft_score, "soft_fallback": fallback,
+            "answered": overall["answered"], "yes": overall["yes"], "missing": overall["missing"],
+            "asked": overall["asked"],
+            "sub_dimensions": agg["sub_dimensions"],
+            "questions": [r.to_trace() for r in results],
+            "groups": groups, "reasks": reasks,
+        }
+        error = None
+        if score is None:
+            again = ", even when re-asked alone" if reasks else ""
+            error = f"no question of {overall['asked']} got a readable yes/no answer{again}"
+        return self.judgment(sample, dimension, ctx, score=score, trace=trace, usage=usage.by_stage, error=error)
+
+
+def _soft(choice: Choice, offset: int) -> tuple[float | None, str]:
+    if not choice.logprobs:
+        return None, "the judge returned no log-probabilities for this answer"
+    p, why = p_yes_at(choice.logprobs, choice.text, offset)
+    return p, why

@@ -1,0 +1,96 @@
+"""The package layout of issue 15: one package per method, no flat helper modules, no import cycles."""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import importlib.util
+import pkgutil
+from pathlib import Path
+
+import assay
+import assay.methods
+
+SRC = Path(assay.__file__).parent
+PACKAGES = {"geval": "GEval", "checkeval": "CheckEval", "seal": "Seal", "gereval": "GerEval"}
+
+
+def _top_level_imports(tree: ast.Module) -> set[str]:
+    """Modules imported when the module itself runs: the module body and its ``if`` blocks (TYPE_CHECKING
+    included, since a type checker follows them), not function bodies, which import lazily."""
+    found: set[str] = set()
+    stack: list[ast.stmt] = list(tree.body)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.add(node.module)
+            found.update(f"{node.module}.{a.name}" for a in node.names)
+        elif isinstance(node, ast.Import):
+            found.update(a.name for a in node.names)
+        elif isinstance(node, (ast.If, ast.Try)):
+            stack.extend(node.body + node.orelse + getattr(node, "finalbody", []))
+    return found
+
+
+def _import_graph() -> dict[str, set[str]]:
+    modules = {}
+    for file in SRC.rglob("*.py"):
+        parts = file.relative_to(SRC.parent).with_suffix("").parts
+        modules[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = file
+    return {name: {m for m in _top_level_imports(ast.parse(file.read_text(encoding="utf-8")))
+                   if m in modules and m != name}
+            for name, file in modules.items()}
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    out: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in graph[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                out.append(sorted(comp))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def test_each_method_is_a_package_that_exports_only_its_class():
+    for name, cls in PACKAGES.items():
+        module = importlib.import_module(f"assay.methods.{name}")
+        assert hasattr(module, "__path__"), f"assay.methods.{name} is not a package"
+        public = {n for n in vars(module) if not n.startswith("_")} - {"method", "annotations"}
+        submodules = {m.name for m in pkgutil.iter_modules(module.__path__)}
+        assert public - submodules == {cls}
+        assert getattr(module, cls) is assay.methods.get_method(name)
+
+
+def test_no_flat_helper_modules_are_left():
+    flat = sorted(m.name for m in pkgutil.iter_modules(assay.methods.__path__)
+                  if m.name.startswith(("seal_", "geval_", "checkeval_", "gereval_")))
+    assert flat == []
+    assert importlib.util.find_spec("assay.rubrics") is None
+    assert sorted(p.name for p in (SRC / "artifacts").glob("*.py")) == ["__init__.py"]
+
+
+def test_no_module_imports_itself_back_when_it_loads():
+    assert _cycles(_import_graph()) == []
