@@ -11,6 +11,7 @@ Spec strings:
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from assay.errors import ConfigError
@@ -32,6 +33,7 @@ _BUILTIN = {
     "replay": "assay.judges.replay:ReplayJudge",
 }
 _REGISTRY = Registry("assay.judges", "judge backend", _BUILTIN, Judge)
+_ENDPOINT = re.compile(r"@(?=[A-Za-z][A-Za-z0-9+.-]*://)")  # the '@' before a URL's scheme
 
 
 def backend_names() -> list[str]:
@@ -42,7 +44,7 @@ def backend_names() -> list[str]:
 def parse_spec(spec: str) -> tuple[str, str, str | None]:
     """Split a spec into (backend, model or path, base URL); the backend must be registered.
 
-    An endpoint is whatever follows the last ``@`` when it has a scheme (``MODEL@http://host/v1``), so that a
+    An endpoint is what follows the first ``@`` that starts a URL (``MODEL@http://user:key@host/v1``), so that a
     path with an ``@`` in it stays a path.
     """
     backend, sep, rest = spec.partition(":")
@@ -50,9 +52,10 @@ def parse_spec(spec: str) -> tuple[str, str, str | None]:
         raise ConfigError(f"judge spec {spec!r} must look like BACKEND:MODEL, e.g. {DEFAULT_JUDGE!r} "
                           "or 'openai:gpt-4o-mini'")
     _REGISTRY.check(backend)
-    model, at, url = rest.rpartition("@")
-    if not at or "://" not in url:
+    at = _ENDPOINT.search(rest)
+    if at is None:
         return backend, rest, None
+    model, url = rest[:at.start()], rest[at.end():]
     if not url.startswith(("http://", "https://")) or not model:
         raise ConfigError(f"judge spec {spec!r}: the endpoint after '@' must be an http(s) URL after a model name")
     return backend, model, url
