@@ -94,3 +94,13 @@ def test_no_flat_helper_modules_are_left():
 
 def test_no_module_imports_itself_back_when_it_loads():
     assert _cycles(_import_graph()) == []
+
+
+def test_the_cli_and_api_take_judge_and_method_names_from_the_registries():
+    from assay.judges import DEFAULT_JUDGE
+
+    for file in [*sorted((SRC / "cli").glob("*.py")), SRC / "api.py"]:
+        text = file.read_text(encoding="utf-8")
+        assert DEFAULT_JUDGE not in text, f"{file.name} spells out the default judge: use assay.judges.DEFAULT_JUDGE"
+        for listing in ("direct, geval", "``direct``, ``geval``", "openai:MODEL, openai:MODEL@URL, replay"):
+            assert listing not in text.replace('"', ""), f"{file.name} lists names the registries hold: {listing!r}"

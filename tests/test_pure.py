@@ -92,6 +92,8 @@ def test_direct_prompt_fences_the_output(topical_chat):
     ("llamacpp:smollm2", ("llamacpp", "smollm2", None)),
     ("llamacpp:/m/x.gguf", ("llamacpp", "/m/x.gguf", None)),
     ("replay:runs/a", ("replay", "runs/a", None)),
+    ("openai:m@http://u:k@127.0.0.1:9/v1", ("openai", "m", "http://u:k@127.0.0.1:9/v1")),
+    ("llamacpp:/m/a@b/x@2.gguf", ("llamacpp", "/m/a@b/x@2.gguf", None)),
 ])
 def test_judge_specs(spec, parsed):
     assert parse_spec(spec) == parsed

@@ -87,7 +87,7 @@ def evaluate(
     Args:
         data: A Dataset, a dataset spec for :func:`assay.datasets.load_dataset`, or a list of
             Samples (then ``dimensions`` must be Dimension objects).
-        method: A method name (``direct``, ``geval``, ``checkeval``, ``seal``, ``gereval``) or instance.
+        method: A registered method name (:func:`assay.method_names`: the built-ins and plugins) or instance.
         judge: A judge spec string (see :mod:`assay.judges`), loaded and closed by this call, or a Judge
             object, which stays open for its owner to reuse and close.
         dimensions: Dimension names (or Dimension objects); the dataset's default ones if None (or,

@@ -7,6 +7,9 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from assay.cli.options import JudgeOpt
+from assay.judges import DEFAULT_JUDGE
+
 if TYPE_CHECKING:
     from assay.methods.checkeval.checklist import Checklist
 
@@ -110,7 +113,7 @@ def build(
     dataset: Annotated[str, typer.Option("--dataset", "-d", help="The dataset the checklist is for")],
     output: Annotated[Path, typer.Option("--output", "-o", help="Where to write the checklist YAML")],
     dimension: Annotated[list[str] | None, typer.Option("--dimension", help="Repeatable; default: all")] = None,
-    judge: Annotated[str, typer.Option("--judge", "-j", envvar="ASSAY_JUDGE", help="Judge spec")] = "llamacpp:smollm2",
+    judge: JudgeOpt = DEFAULT_JUDGE,
     judge_opt: Annotated[list[str] | None, typer.Option("--judge-opt", help="Backend option KEY=VALUE")] = None,
     seeds: Annotated[str | None, typer.Option(help="Seed checklist name or file; default: the dataset's")] = None,
     no_filter: Annotated[bool, typer.Option("--no-filter", help="Skip the LLM filter; edit the file by hand")] = False,

@@ -7,6 +7,9 @@ from typing import Annotated
 
 import typer
 
+from assay.cli.options import JudgeOpt
+from assay.judges import DEFAULT_JUDGE
+
 
 def register(app: typer.Typer) -> None:
     """Add the ``geval`` command group to the main app."""
@@ -19,7 +22,7 @@ def steps(
     dataset: Annotated[str, typer.Option("--dataset", "-d", help="Dataset name, NAME:PATH, or spec .yaml")],
     dimension: Annotated[list[str] | None, typer.Option("--dimension", help="Repeatable; default: the dataset's")]
     = None,
-    judge: Annotated[str, typer.Option("--judge", "-j", envvar="ASSAY_JUDGE", help="Judge spec")] = "llamacpp:smollm2",
+    judge: JudgeOpt = DEFAULT_JUDGE,
     judge_opt: Annotated[list[str] | None, typer.Option("--judge-opt", help="Backend option KEY=VALUE")] = None,
     output: Annotated[Path | None, typer.Option("--output", "-o", help="Write the steps file here (default: stdout)")]
     = None,

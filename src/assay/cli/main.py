@@ -15,7 +15,9 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.table import Table
 
+from assay.cli.options import JUDGE_HELP, METHOD_HELP, JudgeOpt
 from assay.errors import AssayError
+from assay.judges import DEFAULT_JUDGE
 
 app = typer.Typer(no_args_is_help=True, add_completion=False,
                   help="Judge generated text with LLMs and measure how far the judges can be trusted.")
@@ -26,8 +28,6 @@ out = Console(emoji=False)
 # 130 an interruption; a run that ended with failed or undone units exits with EXIT_INCOMPLETE.
 EXIT_INCOMPLETE = 3
 
-JudgeOpt = Annotated[str, typer.Option("--judge", "-j", envvar="ASSAY_JUDGE",
-                                       help="Judge spec: llamacpp:smollm2, openai:MODEL, openai:MODEL@URL, replay:RUN")]
 JudgeOpts = Annotated[list[str] | None,
                       typer.Option("--judge-opt", help="Backend option KEY=VALUE (n_threads=2, timeout=60)")]
 
@@ -60,13 +60,13 @@ def _convert(value: str) -> Any:
 @app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
 def run(
     ctx: typer.Context,
-    method: Annotated[str, typer.Option("--method", "-m", help="direct, geval, checkeval, seal, gereval")]
+    method: Annotated[str, typer.Option("--method", "-m", help=METHOD_HELP)]
     = "direct",
     dataset: Annotated[str, typer.Option("--dataset", "-d", help="Name, NAME:PATH, or a dataset spec .yaml")]
     = "topical-chat",
     dimension: Annotated[list[str] | None, typer.Option("--dimension", help="Repeatable; default: the dataset's")]
     = None,
-    judge: JudgeOpt = "llamacpp:smollm2",
+    judge: JudgeOpt = DEFAULT_JUDGE,
     judge_opt: JudgeOpts = None,
     limit: Annotated[int | None, typer.Option(help="Judge only the first N samples")] = None,
     docs: Annotated[int | None, typer.Option(help="Judge only the first N source documents")] = None,
@@ -220,7 +220,7 @@ def datasets(name: Annotated[str | None, typer.Argument(help="Show one dataset")
 
 
 @app.command()
-def judges(spec: Annotated[str, typer.Argument(help="Judge spec to check")] = "llamacpp:smollm2",
+def judges(spec: Annotated[str, typer.Argument(help=JUDGE_HELP)] = DEFAULT_JUDGE,
            judge_opt: JudgeOpts = None) -> None:
     """Check a judge spec: reachable, which model answers, whether it gives log-probabilities."""
     from assay.judges import load_judge

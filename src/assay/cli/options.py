@@ -1,13 +1,22 @@
-"""Turning a method's extra command-line flags into its validated options (flags become constructor arguments)."""
+"""Shared command-line options: the judge spec (names from the registries), and a method's flags as its options."""
 
 from __future__ import annotations
 
 import typing
-from typing import Any
+from typing import Annotated, Any
 
+import typer
 from pydantic import BaseModel
 
 from assay.errors import ConfigError
+from assay.judges import DEFAULT_JUDGE, backend_names
+from assay.methods import method_names
+
+#: The help of every ``--judge``: the backends registered here (built-ins and plugins), never a written-out list.
+JUDGE_HELP = (f"Judge spec BACKEND:MODEL or BACKEND:MODEL@URL, backends: {', '.join(backend_names())} "
+              f"(e.g. {DEFAULT_JUDGE}, openai:gpt-4o-mini@http://127.0.0.1:8000/v1, replay:RUN_DIR)")
+JudgeOpt = Annotated[str, typer.Option("--judge", "-j", envvar="ASSAY_JUDGE", help=JUDGE_HELP)]
+METHOD_HELP = ", ".join(method_names())
 
 
 def _is_bool(annotation: Any) -> bool:

@@ -10,10 +10,11 @@ from typing import Annotated, Any
 import typer
 from rich.markup import escape
 
+from assay.cli.options import JudgeOpt
+from assay.judges import DEFAULT_JUDGE
+
 rubric_app = typer.Typer(no_args_is_help=True, help="GER-Eval rubrics: generate, show, statistics, transfer.")
 
-JudgeSpec = Annotated[str, typer.Option("--judge", "-j", envvar="ASSAY_JUDGE",
-                                        help="Judge spec, e.g. llamacpp:smollm2")]
 JudgeOpts = Annotated[list[str] | None, typer.Option("--judge-opt", help="Backend option KEY=VALUE")]
 CacheDir = Annotated[Path | None, typer.Option("--cache", help="Directory keeping a call cache (repeats are free)")]
 
@@ -43,7 +44,7 @@ def generate(
     dataset: Annotated[str, typer.Option("--dataset", "-d", help="Dataset name (or NAME:PATH, spec .yaml)")],
     output: Annotated[Path, typer.Option("--output", "-o", help="Rubric file to write (JSON)")],
     condition: Annotated[str, typer.Option(help="task, contexts or contrastive")] = "task",
-    judge: JudgeSpec = "llamacpp:smollm2",
+    judge: JudgeOpt = DEFAULT_JUDGE,
     judge_opt: JudgeOpts = None,
     k: Annotated[int, typer.Option(help="Contexts shown (contexts, contrastive)")] = 3,
     seed: Annotated[int, typer.Option(help="Seeds the contexts and the sampling")] = 0,
@@ -155,7 +156,7 @@ def stats(
     embedder: Annotated[str, typer.Option(
         help="sentence-transformers model name or path (needs the embed extra); 'none' skips uniqueness")]
     = "all-MiniLM-L6-v2",
-    tagger: JudgeSpec = "llamacpp:smollm2",
+    tagger: JudgeOpt = DEFAULT_JUDGE,
     judge_opt: JudgeOpts = None,
     reasks: Annotated[int, typer.Option(help="Re-asks of an invalid tagging answer")] = 3,
     cache: CacheDir = None,

@@ -9,6 +9,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from assay.errors import ConfigError
+
 
 class Message(BaseModel):
     """One chat message."""
@@ -179,6 +181,20 @@ class Judge(abc.ABC):
     default_concurrency: int = 8
     #: Whether its calls cost money; a judge that re-answers recorded calls (replay) pays nothing.
     paid: bool = True
+
+    @classmethod
+    def from_spec(cls, model: str, url: str | None = None, **options: Any) -> Judge:
+        """Build the judge a spec ``BACKEND:MODEL[@URL]`` names (what :func:`assay.judges.load_judge` calls).
+
+        The default passes ``model`` and the options to the constructor; a backend that talks to an
+        endpoint overrides this to take ``url``.
+
+        Raises:
+            ConfigError: A URL given to a backend that takes none.
+        """
+        if url is not None:
+            raise ConfigError(f"{cls.__name__} takes no endpoint URL (got '@{url}'): give BACKEND:MODEL")
+        return cls(model, **options)
 
     @abc.abstractmethod
     async def generate(self, request: Request) -> Response:

@@ -38,6 +38,13 @@ class OpenAIJudge(Judge):
 
     default_concurrency = 16
 
+    @classmethod
+    def from_spec(cls, model: str, url: str | None = None, **options: Any) -> OpenAIJudge:
+        """``openai:MODEL`` or ``openai:MODEL@URL``: the URL is the endpoint."""
+        if "@" in model:  # MODEL@host:port without a scheme: say so rather than send it as a model name
+            raise ConfigError(f"judge spec 'openai:{model}': the endpoint after '@' must be an http(s) URL")
+        return cls(model, url, **options)
+
     def __init__(
         self, model: str, base_url: str | None = None, *, api_key: str | None = None,
         timeout: float = 120.0, logprobs: bool | None = None,

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
-from importlib.metadata import entry_points
 from typing import Any
 
-from assay.errors import ConfigError, did_you_mean
+from assay.errors import ConfigError
 from assay.methods.base import Method, MethodOptions, RunContext
+from assay.plugins import Registry
 
 __all__ = ["Method", "MethodOptions", "RunContext", "get_method", "make_method", "method_names"]
 
@@ -22,20 +20,12 @@ _BUILTIN = {
 }
 
 
-def _targets() -> dict[str, str]:
-    targets = dict(_BUILTIN)
-    for ep in entry_points(group="assay.methods"):
-        targets.setdefault(ep.name, ep.value)
-    return targets
-
-
-def _available(targets: dict[str, str]) -> dict[str, str]:
-    return {n: t for n, t in targets.items() if importlib.util.find_spec(t.split(":")[0]) is not None}
+_REGISTRY = Registry("assay.methods", "method", _BUILTIN, Method)
 
 
 def method_names() -> list[str]:
     """Names of the methods that can be loaded here."""
-    return sorted(_available(_targets()))
+    return _REGISTRY.names()
 
 
 def get_method(name: str) -> type[Method]:
@@ -44,14 +34,7 @@ def get_method(name: str) -> type[Method]:
     Raises:
         ConfigError: Unknown name, with a did-you-mean hint.
     """
-    targets = _available(_targets())
-    if name not in targets:
-        raise ConfigError(f"unknown method {name!r}." + did_you_mean(name, list(targets)))
-    module, _, attr = targets[name].partition(":")
-    cls = getattr(importlib.import_module(module), attr)
-    if not (isinstance(cls, type) and issubclass(cls, Method)):
-        raise ConfigError(f"{targets[name]} is not an assay Method")
-    return cls
+    return _REGISTRY.get(name)
 
 
 def make_method(name: str, options: dict[str, Any] | None = None) -> Method:

@@ -1,0 +1,115 @@
+"""Judges and methods from plugins: one module plus one entry point each, run end to end by ``assay.evaluate``."""
+
+from __future__ import annotations
+
+import sys
+import textwrap
+from importlib.metadata import EntryPoint
+
+import pytest
+
+import assay
+from assay.errors import ConfigError
+from assay.judges import backend_names, load_judge
+from assay.judges.openai import OpenAIJudge
+from assay.methods import get_method, method_names
+
+# The whole plugin: a judge backend that always gives one answer, and a method that asks for one number.
+PLUGIN = textwrap.dedent('''
+    from assay.judges.base import Choice, Judge, JudgeIdentity, Request, Response
+    from assay.methods.base import Method, StageUsage
+    from assay.parsing import parse_rating
+
+
+    class TinyJudge(Judge):
+        paid = False
+
+        def __init__(self, model, *, answer="3"):
+            self.identity = JudgeIdentity(backend="tiny", model=model)
+            self.answer = answer
+            self.prompts = []
+
+        async def generate(self, request):
+            self.prompts.append(request.messages[-1].content)
+            return Response(choices=[Choice(text=self.answer, finish_reason="stop")], model=self.identity.model)
+
+
+    class TinyMethod(Method):
+        name = "tiny"
+
+        async def score(self, sample, dimension, ctx):
+            usage = StageUsage()
+            prompt = f"Rate {dimension.name} ({dimension.scale.label()}): {sample.output}"
+            resp = usage.add("score", await ctx.judge.generate(Request.chat(prompt, max_tokens=4), stage="score"))
+            parsed = parse_rating(resp.text, dimension.scale)
+            return self.judgment(sample, dimension, ctx, score=parsed.value, usage=usage.by_stage,
+                                 trace={"answer": resp.text, "parse_error": parsed.error},
+                                 error=f"unparseable answer: {parsed.error}" if parsed.error else None)
+''')
+
+
+@pytest.fixture
+def plugin(tmp_path, monkeypatch):
+    """Install nothing: write the plugin module and make the registries' entry-point lookup list it."""
+    name = "assay_tiny_plugin"
+    (tmp_path / f"{name}.py").write_text(PLUGIN, encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, name, raising=False)
+    eps = [
+        EntryPoint("tiny", f"{name}:TinyJudge", "assay.judges"),
+        EntryPoint("openai", f"{name}:TinyJudge", "assay.judges"),  # may not shadow a built-in
+        EntryPoint("gone", "assay_no_such_plugin:Judge", "assay.judges"),  # not installed here: not listed
+        EntryPoint("tiny", f"{name}:TinyMethod", "assay.methods"),
+        EntryPoint("notamethod", f"{name}:TinyJudge", "assay.methods"),
+    ]
+    monkeypatch.setattr("assay.plugins.entry_points", lambda group: [ep for ep in eps if ep.group == group])
+    return name
+
+
+def test_plugins_are_listed_beside_the_builtins(plugin):
+    assert backend_names() == ["llamacpp", "openai", "replay", "tiny"]
+    assert method_names() == ["checkeval", "direct", "gereval", "geval", "notamethod", "seal", "tiny"]
+    assert plugin not in sys.modules  # listing imports nothing
+    assert get_method("tiny").name == "tiny"
+
+
+def test_a_plugin_judge_is_built_from_its_spec_with_options(plugin):
+    judge = load_judge("tiny:three", answer="2")
+    assert type(judge).__module__ == plugin
+    assert (judge.identity.label, judge.answer) == ("tiny:three", "2")
+
+
+def test_plugin_errors_say_what_is_wrong(plugin):
+    with pytest.raises(ConfigError, match="unknown judge backend 'tinny'. Did you mean 'tiny'"):
+        load_judge("tinny:x")
+    with pytest.raises(ConfigError, match="unknown method 'tiyn'. Did you mean 'tiny'"):
+        get_method("tiyn")
+    with pytest.raises(ConfigError, match="TinyJudge takes no endpoint URL"):
+        load_judge("tiny:three@http://127.0.0.1:1/v1")
+    with pytest.raises(ConfigError, match="'notamethod'.*is not an assay Method"):
+        get_method("notamethod")
+    with pytest.raises(ConfigError, match="unknown judge backend 'gone'"):
+        load_judge("gone:x")
+
+
+def test_a_plugin_never_shadows_a_builtin(plugin, monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    judge = load_judge("openai:m@http://127.0.0.1:1/v1")
+    assert isinstance(judge, OpenAIJudge)
+    assert judge.identity.base_url == "http://127.0.0.1:1/v1"
+
+
+def test_evaluate_runs_a_plugin_method_with_a_plugin_judge(plugin, topical_chat, tmp_path):
+    res = assay.evaluate(topical_chat, method="tiny", judge="tiny:three", dimensions=["naturalness"], limit=3,
+                         run_dir=tmp_path / "run")
+    assert [(j.method, j.judge, j.score, j.error) for j in res.judgments] == [("tiny", "tiny:three", 3.0, None)] * 3
+    assert res.manifest["method"] == "tiny" and res.manifest["judge"]["backend"] == "tiny"
+    assert res.units["scored"] == 3
+
+
+def test_an_off_format_plugin_answer_is_a_parse_failure(plugin, topical_chat, tmp_path):
+    res = assay.evaluate(topical_chat, method="tiny", judge="tiny:chatty", judge_options={"answer": "fine, I guess"},
+                         dimensions=["naturalness"], limit=2, run_dir=tmp_path / "run")
+    assert [j.score for j in res.judgments] == [None, None]
+    assert all(j.error.startswith("unparseable answer") for j in res.judgments)
+    assert res.units["parse_failed"] == 2
