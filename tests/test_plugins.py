@@ -113,3 +113,17 @@ def test_an_off_format_plugin_answer_is_a_parse_failure(plugin, topical_chat, tm
     assert [j.score for j in res.judgments] == [None, None]
     assert all(j.error.startswith("unparseable answer") for j in res.judgments)
     assert res.units["parse_failed"] == 2
+
+
+def test_pyproject_declares_exactly_the_built_ins():
+    """The built-ins are declared twice (the registries' dicts serve an uninstalled checkout); they must agree."""
+    import tomllib
+    from pathlib import Path
+
+    import assay.judges as judges
+    import assay.methods as methods
+
+    project = tomllib.loads((Path(__file__).parents[1] / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    declared = project["entry-points"]
+    assert declared["assay.judges"] == judges._BUILTIN
+    assert declared["assay.methods"] == methods._BUILTIN
