@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 # Marks that assay.prompts puts into judged text: the look-alike guillemets that replace fence
 # markers and the "» " that defuses answer look-alikes. No judge answer of its own carries them.
@@ -49,8 +50,11 @@ class OwnAnswer:
         return "the answer " + " and ".join(parts)
 
 
-def _prompt_lines(prompt: str) -> set[str]:
-    return {n for n in (normalise_line(x) for x in prompt.splitlines()) if n}
+@lru_cache(maxsize=64)
+def _prompt_lines(prompt: str) -> frozenset[str]:
+    """The prompt's normalised lines; cached, since every answer of a request (n samples, re-asks) is read against
+    the same prompt."""
+    return frozenset(n for n in (normalise_line(x) for x in prompt.splitlines()) if n)
 
 
 def _carries_mark(line: str) -> bool:
@@ -58,7 +62,7 @@ def _carries_mark(line: str) -> bool:
         _FENCE_OPEN in line and _FENCE_CLOSE in line)
 
 
-def _echo_kind(norm: str, prompt_lines: set[str]) -> str | None:
+def _echo_kind(norm: str, prompt_lines: frozenset[str]) -> str | None:
     """``strong`` (a long prompt line, or the start of one: a truncated echo), ``weak`` (a short one), or None."""
     if norm in prompt_lines:
         return "strong" if len(norm) >= STRONG_CHARS else "weak"
@@ -83,7 +87,7 @@ def own_answer(answer: str, prompt: str | None = None) -> OwnAnswer:
         prompt: The prompt it answers (all of it, or its fenced blocks and instruction lines).
     """
     lines = answer.splitlines(keepends=True)
-    plines = _prompt_lines(prompt) if prompt else set()
+    plines = _prompt_lines(prompt) if prompt else frozenset()
     verdict: list[str | None] = []
     inside: str | None = None
     for line in lines:
