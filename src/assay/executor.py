@@ -7,6 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from assay.errors import FatalJudgeError, JudgeError
+from assay.judges.ask import attributed
 from assay.judges.middleware import ManagedJudge
 from assay.methods.base import Method, RunContext
 from assay.store import RunStore
@@ -99,7 +100,8 @@ async def execute(
             except asyncio.QueueEmpty:
                 return
             try:
-                j = await method.score(sample, dim, ctx)
+                with attributed():
+                    j = await method.score(sample, dim, ctx)
             except FatalJudgeError:
                 raise
             except JudgeError as exc:

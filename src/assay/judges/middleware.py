@@ -15,6 +15,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, NonNegativeFloat, ValidationError
 
 from assay.errors import ConfigError, FatalJudgeError, InputError, JudgeError, TransientJudgeError
+from assay.judges.ask import charge
 from assay.judges.base import Judge, JudgeIdentity, Request, Response
 from assay.types import Usage
 
@@ -163,8 +164,9 @@ class _Flight:
 class ManagedJudge:
     """A judge with the cache, concurrency bound, retries, timeout and accounting around it.
 
-    Methods call :meth:`generate` exactly as they would the bare judge, naming the stage
-    ("score", "steps", "decompose", ...) so that usage is accounted per stage.
+    Only :func:`assay.judges.ask.ask` calls :meth:`generate` (methods, build steps and the probe go through it),
+    naming the stage ("score", "steps", "decompose", ...) so that usage is accounted per stage, run-wide in the
+    :class:`Ledger` and per judgment in the current :func:`~assay.judges.ask.attributed` tally.
     """
 
     def __init__(
@@ -211,7 +213,7 @@ class ManagedJudge:
         key = call_key(self.identity, request)
         hit = self._cached(key)
         if hit is not None:
-            self.ledger.record(stage, usage_of(hit))
+            self._account(stage, hit)
             return hit
         flight = self._in_flight.get(key)
         joined = flight is not None and not flight.task.done()
@@ -221,8 +223,14 @@ class ManagedJudge:
         response = await flight.wait()
         if joined and not response.from_cache:
             response = response.model_copy(update={"from_cache": True})
-        self.ledger.record(stage, usage_of(response))
+        self._account(stage, response)
         return response
+
+    def _account(self, stage: str, response: Response) -> None:
+        """Count a response run-wide and for the judgment being scored."""
+        usage = usage_of(response)
+        self.ledger.record(stage, usage)
+        charge(stage, usage)
 
     def _cached(self, key: str) -> Response | None:
         """The cached answer to a call, marked as such, or None."""

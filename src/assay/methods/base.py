@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict
 
 from assay.datasets import Dataset
 from assay.hashing import content_hash
+from assay.judges.ask import current_usage
 from assay.judges.base import Response
 from assay.judges.middleware import ManagedJudge, usage_of
 from assay.types import Dimension, Judgment, Sample, Usage
@@ -31,7 +32,8 @@ class RunContext:
         dataset: The dataset (its info gives task, dimension definitions and scales; its samples
             are available for few-shot demonstrations).
         dimensions: The dimensions being judged.
-        judge: The managed judge (cache, retries, accounting); call ``judge.generate(req, stage=...)``.
+        judge: The managed judge (cache, retries, accounting); ask it with
+            ``await assay.judges.ask.ask(ctx.judge, request, stage=..., read=..., reasks=...)``.
         note: Records a fallback or warning in the run manifest and the run's output, e.g.
             ``note("fallback", "judge gives no log-probabilities: sampling instead")``.
         artifacts: Stores a prepared artifact's text in the run (name, text) and returns its hash.
@@ -99,8 +101,12 @@ class Method(abc.ABC):
         """Judge one sample on one dimension; never raise for a bad answer, record it instead."""
 
     def judgment(self, sample: Sample, dimension: Dimension, ctx: RunContext, *, score: float | None,
-                 trace: dict[str, Any], usage: dict[str, Usage], error: str | None = None) -> Judgment:
-        """A Judgment stamped with this method and the run's judge."""
+                 trace: dict[str, Any], usage: dict[str, Usage] | None = None,
+                 error: str | None = None) -> Judgment:
+        """A Judgment stamped with this method and the run's judge; its usage is, unless given, what the calls
+        made while scoring it cost (:func:`assay.judges.ask.attributed`)."""
+        if usage is None:
+            usage = current_usage()
         return Judgment(sample_id=sample.id, dimension=dimension.name, method=self.name,
                         judge=ctx.judge.identity.label, score=score, trace=trace, usage=usage, error=error)
 

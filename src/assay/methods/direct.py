@@ -5,9 +5,10 @@ from __future__ import annotations
 from pydantic import Field
 
 from assay.datasets.catalog import DatasetInfo
-from assay.judges.base import Request
-from assay.methods.base import Method, MethodOptions, RunContext, StageUsage
-from assay.parsing import parse_rating
+from assay.judges.ask import Read, ask
+from assay.judges.base import Request, Response
+from assay.methods.base import Method, MethodOptions, RunContext
+from assay.parsing import Parsed, parse_rating
 from assay.prompts import MATERIAL_NOTE, sample_blocks
 from assay.types import Dimension, Judgment, Sample
 
@@ -51,12 +52,17 @@ class Direct(Method):
 
     async def score(self, sample: Sample, dimension: Dimension, ctx: RunContext) -> Judgment:
         prompt = build_prompt(sample, dimension, ctx.dataset.info)
-        usage = StageUsage()
-        req = Request.chat(prompt, temperature=self.options.temperature, max_tokens=self.options.max_tokens)
-        resp = usage.add("score", await ctx.judge.generate(req, stage="score"))
-        parsed = parse_rating(resp.text, dimension.scale, dimension.name.replace("_", " "), prompt=prompt,
-                              strict=self.options.strict_ratings)
-        trace = {"answer": resp.text, "parse_error": parsed.error, **({"flags": list(parsed.flags)} if parsed.flags
-                                                                       else {})}
-        return self.judgment(sample, dimension, ctx, score=parsed.value, trace=trace, usage=usage.by_stage,
+        request = Request.chat(prompt, temperature=self.options.temperature, max_tokens=self.options.max_tokens)
+
+        def read(response: Response, _: Request) -> Read[Parsed]:
+            parsed = parse_rating(response.text, dimension.scale, dimension.name.replace("_", " "), prompt=prompt,
+                                  strict=self.options.strict_ratings)
+            return Read(parsed, parsed.error)
+
+        asked = await ask(ctx.judge, request, stage="score", read=read)
+        parsed = asked.last.value
+        assert parsed is not None
+        trace = {"answer": asked.response.text, "parse_error": parsed.error,
+                 **({"flags": list(parsed.flags)} if parsed.flags else {})}
+        return self.judgment(sample, dimension, ctx, score=parsed.value, trace=trace,
                              error=f"unparseable answer: {parsed.error}" if parsed.error else None)
