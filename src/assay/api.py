@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import platform
 import tempfile
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ParamSpec, TypeVar
 
 from assay._version import __version__
 from assay.datasets import Dataset, load_dataset
@@ -20,6 +21,18 @@ from assay.judges import DEFAULT_JUDGE, Judge, ManagedJudge, PriceTable, RetryPo
 from assay.methods import Method, RunContext, make_method
 from assay.store import RunStore, check_run_dir
 from assay.types import Dimension, Judgment, Sample, Usage
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def blocking(coroutine: Callable[P, Awaitable[R]]) -> Callable[P, R]:
+    """The blocking form of an API coroutine: same signature and docstring, run with ``asyncio.run``."""
+    @functools.wraps(coroutine)
+    def run(*args: P.args, **kwargs: P.kwargs) -> R:
+        return asyncio.run(coroutine(*args, **kwargs))  # type: ignore[arg-type]
+    run.__name__ = run.__qualname__ = coroutine.__name__.removesuffix("_async")
+    return run
 
 
 @dataclass
@@ -64,7 +77,7 @@ class RunResult:
         return {(j.sample_id, j.dimension): j.score for j in self.judgments}
 
 
-def evaluate(
+async def evaluate_async(
     data: Dataset | str | list[Sample],
     *,
     method: str | Method = "direct",
@@ -83,6 +96,8 @@ def evaluate(
     on_status: Callable[[str], None] | None = None,
 ) -> RunResult:
     """Judge a dataset's samples with a method and a judge; resume if ``run_dir`` holds this run.
+
+    :func:`evaluate` is this coroutine run to completion (``asyncio.run``); await this form from a running loop.
 
     Args:
         data: A Dataset, a dataset spec for :func:`assay.datasets.load_dataset`, or a list of
@@ -106,31 +121,6 @@ def evaluate(
             judge, probing it, building artifacts such as G-Eval's steps, with the judge calls so far), so
             that a long preparation never looks like a hang.
     """
-    return asyncio.run(evaluate_async(
-        data, method=method, judge=judge, dimensions=dimensions, run_dir=run_dir, options=options,
-        judge_options=judge_options, limit=limit, docs=docs, concurrency=concurrency, retry=retry,
-        prices=prices, on_start=on_start, on_update=on_update, on_status=on_status))
-
-
-async def evaluate_async(
-    data: Dataset | str | list[Sample],
-    *,
-    method: str | Method = "direct",
-    judge: str | Judge = DEFAULT_JUDGE,
-    dimensions: list[str] | list[Dimension] | None = None,
-    run_dir: str | Path | None = None,
-    options: dict[str, Any] | None = None,
-    judge_options: dict[str, Any] | None = None,
-    limit: int | None = None,
-    docs: int | None = None,
-    concurrency: int | None = None,
-    retry: RetryPolicy | None = None,
-    prices: PriceTable | None = None,
-    on_start: Callable[[int, int], None] | None = None,
-    on_update: Callable[[Progress, ManagedJudge], None] | None = None,
-    on_status: Callable[[str], None] | None = None,
-) -> RunResult:
-    """The async form of :func:`evaluate`, for callers that already run an event loop."""
     dataset, dim_names = _as_dataset(data, dimensions)
     dataset = dataset.select(limit=limit, docs=docs)
     meth = make_method(method, options) if isinstance(method, str) else method
@@ -215,6 +205,11 @@ async def evaluate_async(
         if owns_judge:
             await managed.aclose()
         store.close()
+
+
+
+#: :func:`evaluate_async` run to completion: the same keywords, written once.
+evaluate = blocking(evaluate_async)
 
 
 def usage_totals(sessions: list[dict[str, Any]]) -> tuple[dict[str, dict[str, Any]], float | None]:
