@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 from pydantic import BaseModel, ConfigDict
 
@@ -23,15 +23,18 @@ from assay.hashing import content_hash
 from assay.judges.base import Message, Request, Response
 from assay.types import Usage
 
-if TYPE_CHECKING:
-    from assay.judges.middleware import ManagedJudge
-
 T = TypeVar("T")
 
 #: Characters of an unusable answer quoted back in a re-ask; the full answer stays in the call record.
 ECHO_CHARS = 1500
 #: Stage suffix of re-asks in the usage accounting (``score`` -> ``score-reask``).
 REASK_SUFFIX = "-reask"
+
+
+class Sender(Protocol):
+    """What :func:`ask` sends through: the run's :class:`~assay.judges.middleware.ManagedJudge`."""
+
+    async def generate(self, request: Request, *, stage: str = "score") -> Response: ...
 
 
 @dataclass(frozen=True)
@@ -141,7 +144,7 @@ def follow_up(request: Request, answer: str, error: str, message: Callable[[str]
     return request.model_copy(update={"messages": messages})
 
 
-async def ask(judge: ManagedJudge, request: Request, *, stage: str, read: Reader = keep_text, reasks: int = 0,
+async def ask(judge: Sender, request: Request, *, stage: str, read: Reader = keep_text, reasks: int = 0,
               reask_message: Callable[[str], str] = reask_text) -> Asked[Any]:
     """Send ``request``; while ``read`` refuses the answer and re-asks remain, ask again in a follow-up turn.
 
