@@ -77,7 +77,7 @@ class PrepareResult:
         sha256: The hash a run using the artifact records (steps: of the file text; checklist: ``checklist_hash``;
             rubric: of its task and criteria).
         path: Where the file was written (None without ``out``, or when ``text`` is None).
-        usage: The judge calls of this build by stage (cached calls counted apart, so a re-run shows 0 paid).
+        usage: The judge calls of this build by stage (cached calls counted apart: a cached re-run pays 0 calls).
         failures: Steps that gave no usable answer after their re-asks; an empty list is a complete build.
         notes: Anything done differently from the plain procedure (recorded in the artifact too).
     """
@@ -94,7 +94,7 @@ class PrepareResult:
 
     @property
     def calls(self) -> int:
-        """Judge calls made, served from the cache included."""
+        """Judge calls paid for (those served from the call cache are :attr:`cached_calls`)."""
         return sum(u.calls for u in self.usage.values())
 
     @property
