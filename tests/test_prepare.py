@@ -158,7 +158,8 @@ def test_checklist_built_filtered_and_hashed_as_runs_record_it(tmp_path: Path) -
     assert built.failures == list(cl.build.failures) and built.usage["build-filter"].calls == 1
 
 
-def test_cli_rubric_generate_keeps_its_output_and_exit_codes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cli: Any) -> None:
+def test_cli_rubric_generate_keeps_its_output_and_exit_codes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                          cli: Any) -> None:
     monkeypatch.setattr(assay.judges, "load_judge", lambda spec, **kw: ScriptedJudge(_rubric_answer))
     monkeypatch.setenv("COLUMNS", "200")
     out = tmp_path / "rubric.json"
