@@ -60,6 +60,20 @@ def _checklist_answer(request: Request) -> str:
     raise AssertionError(prompt[:80])
 
 
+def test_exported_lazily_from_assay() -> None:
+    import subprocess
+    import sys
+
+    import assay.builds
+
+    assert assay.prepare is assay.builds.prepare and assay.prepare_async is assay.builds.prepare_async
+    assert assay.PrepareResult is assay.builds.PrepareResult and {"prepare", "prepare_async"} <= set(dir(assay))
+    assert all(hasattr(assay, name) for name in assay.__all__)
+    code = "import sys, assay; print('assay.builds' in sys.modules)"  # the build steps load on first use only
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True).stdout.strip() == "False"
+
+
 def test_steps_written_hashed_and_a_rerun_is_free_with_the_cache(tmp_path: Path) -> None:
     judge = ScriptedJudge(lambda r: "1. Read the conversation.\n2. Rate the response.")
     kwargs: dict[str, Any] = dict(dataset="topical-chat", judge=judge, dimensions=["coherence", "naturalness"],

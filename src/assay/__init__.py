@@ -42,6 +42,10 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module 'assay' has no attribute {name!r}")
 
 
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_LAZY])
+
+
 __all__ = [
     "Dataset", "Dimension", "Judgment", "PrepareResult", "RunResult", "RunStore", "Sample", "Scale", "Usage",
     "__version__", "evaluate", "evaluate_async", "get_method", "list_datasets", "load_dataset", "load_judge",
