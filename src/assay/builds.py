@@ -264,7 +264,8 @@ async def prepare_async(
         on_status: Called with lines saying what the build is doing (loading the judge, judge calls so far).
 
     Raises:
-        ConfigError: An unknown artifact, bad options or dimensions.
+        ConfigError: An unknown artifact, bad options or dimensions, an unreadable task file.
+        InputError: A dataset or seed checklist file that cannot be read (file, record and field named).
     """
     import assay.judges as registry  # looked up at call time: tests swap ``assay.judges.load_judge``
 
