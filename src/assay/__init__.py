@@ -6,9 +6,12 @@ The public API::
     result = assay.evaluate("topical-chat", method="geval", judge="llamacpp:smollm2", limit=12)
     df = result.to_pandas()
     table = assay.meta_evaluate(result.run_dir)
+    built = assay.prepare("checklist", dataset="topical-chat", judge="llamacpp:smollm2", out="checklist.yaml")
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 from assay._version import __version__
 from assay.api import RunResult, evaluate, evaluate_async
@@ -26,8 +29,25 @@ def meta_evaluate(*args: object, **kwargs: object) -> object:
     return _meta_evaluate(*args, **kwargs)  # type: ignore[arg-type]
 
 
+#: Imported on first use (PEP 562): the build steps behind ``prepare`` would double ``import assay``'s time.
+_LAZY = {"prepare": "assay.builds", "prepare_async": "assay.builds", "PrepareResult": "assay.builds"}
+
+
+def __getattr__(name: str) -> Any:
+    """``assay.prepare``, ``assay.prepare_async`` and ``assay.PrepareResult``, imported when first asked for."""
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'assay' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_LAZY])
+
+
 __all__ = [
-    "Dataset", "Dimension", "Judgment", "RunResult", "RunStore", "Sample", "Scale", "Usage", "__version__",
-    "evaluate", "evaluate_async", "get_method", "list_datasets", "load_dataset", "load_judge", "meta_evaluate",
-    "method_names",
+    "Dataset", "Dimension", "Judgment", "PrepareResult", "RunResult", "RunStore", "Sample", "Scale", "Usage",
+    "__version__", "evaluate", "evaluate_async", "get_method", "list_datasets", "load_dataset", "load_judge",
+    "meta_evaluate", "method_names", "prepare", "prepare_async",
 ]

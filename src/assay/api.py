@@ -164,7 +164,7 @@ async def evaluate_async(
 
         ctx = RunContext(dataset=dataset, dimensions=dims, judge=managed, note=note, artifacts=put_artifact,
                          status=status)
-        prepared = await _preparing(meth.prepare(ctx), meth.name, managed, status)
+        prepared = await preparing(meth.prepare(ctx), meth.name, managed, status)
         manifest = {
             **_fingerprint(meth, bare, dataset, dims),  # now with the settings that preparation decided
             "artifacts": prepared,
@@ -224,9 +224,10 @@ def usage_totals(sessions: list[dict[str, Any]]) -> tuple[dict[str, dict[str, An
     return {k: v.model_dump() for k, v in by_stage.items()}, cost
 
 
-async def _preparing(prepare: Awaitable[dict[str, Any]], method: str, judge: ManagedJudge,
-                     status: Callable[[str], None], every_s: float = 0.5) -> dict[str, Any]:
-    """Await a method's preparation, saying every ``every_s`` seconds how many judge calls it has made."""
+async def preparing(prepare: Awaitable[R], method: str, judge: ManagedJudge,
+                    status: Callable[[str], None], every_s: float = 0.5) -> R:
+    """Await a method's preparation (a run's, or :func:`assay.prepare`'s build), saying every ``every_s``
+    seconds how many judge calls it has made, so that a long build never looks like a hang."""
     task = asyncio.ensure_future(prepare)
     started = time.monotonic()
     status(f"preparing {method} (artifacts: steps, checklists, rubrics, ...)")

@@ -129,42 +129,20 @@ def build(
         help="Sub-questions per seed in elaboration; default: as the authors' released pools hold (4)")] = None,
 ) -> None:
     """Grow a seed checklist with CheckEval's augmentation and filtering, and write it as YAML."""
-    import asyncio
+    from rich.markup import escape
 
+    from assay.builds import prepare
     from assay.cli.main import judge_options
-    from assay.datasets import load_dataset
-    from assay.judges import ManagedJudge, load_judge
-    from assay.methods.checkeval.build import BuildSettings, build_checklist
-    from assay.methods.checkeval.checklist import default_checklist, dump_checklist, load_checklist, parse_checklist
 
     console, out = _consoles()
-    ds = load_dataset(dataset)
-    seed_cl = load_checklist(seeds or default_checklist(ds.name))
-    counts = {k: v for k, v in (("diversification_per_seed", diversification_per_seed),
-                                ("elaboration_per_seed", elaboration_per_seed)) if v is not None}
-    settings = BuildSettings(style=style, filter=not no_filter, temperature=temperature,  # type: ignore[arg-type]
-                             max_tokens=max_tokens, max_attempts=max_attempts, **counts)
-
-    async def go() -> Checklist:
-        store = None
-        if cache_dir is not None:
-            from assay.store import RunStore
-
-            store = RunStore(cache_dir)
-        managed = ManagedJudge(load_judge(judge, **judge_options(judge_opt)), cache=store)
-        try:
-            return await build_checklist(seed_cl, ds.info, managed, settings, dimension or None, name)
-        finally:
-            await managed.aclose()
-            if store is not None:
-                store.close()
-
-    with console.status(f"building from {seed_cl.name} with {judge}"):
-        built = asyncio.run(go())
-    text = dump_checklist(built)
-    parse_checklist(text, str(output))  # what is written must load back
-    output.parent.mkdir(parents=True, exist_ok=True)
-    output.write_text(text, encoding="utf-8")
-    out.print(counts_table(built))
-    _print_build(built, out)
+    options = {"seeds": seeds, "name": name, "style": style, "filter": not no_filter, "temperature": temperature,
+               "max_tokens": max_tokens, "max_attempts": max_attempts,
+               "diversification_per_seed": diversification_per_seed, "elaboration_per_seed": elaboration_per_seed}
+    with console.status(f"building a checklist for {escape(dataset)} with {escape(judge)}") as spinner:
+        built = prepare("checklist", dataset=dataset, judge=judge, dimensions=dimension or None,
+                        options={k: v for k, v in options.items() if v is not None}, out=output,
+                        cache_dir=cache_dir, judge_options=judge_options(judge_opt),
+                        on_status=lambda line: spinner.update(escape(line)))
+    out.print(counts_table(built.value))
+    _print_build(built.value, out)
     out.print(f"wrote {output}; check it with `assay checklist show {output}`")

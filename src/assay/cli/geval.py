@@ -30,37 +30,23 @@ def steps(
 ) -> None:
     """Ask the judge to write G-Eval evaluation steps for each dimension; edit them and pass
     the file to ``assay run --method geval --steps FILE``."""
-    import asyncio
-
     from rich.console import Console
+    from rich.markup import escape
 
+    from assay.builds import prepare
     from assay.cli.main import judge_options
-    from assay.datasets import load_dataset
     from assay.errors import AssayError
-    from assay.judges import ManagedJudge, load_judge
-    from assay.methods.geval.steps import generate_steps, steps_document
 
     console = Console(stderr=True, emoji=False)
-    ds = load_dataset(dataset)
-    dims = ds.dimensions(dimension)
-
-    async def write() -> str:
-        managed = ManagedJudge(load_judge(judge, **judge_options(judge_opt)))
-        try:
-            entries = {}
-            for d in dims:
-                entry, error = await generate_steps(managed, ds.info, d, max_tokens=max_tokens)
-                if entry is None:
-                    raise AssayError(f"{judge} wrote no usable steps for {d.name}: {error}")
-                entries[d.name] = entry
-                console.print(f"[bold]{d.name}[/] ({entry['sha256']}):\n{entry['steps']}\n")
-            return steps_document(ds.name, entries)
-        finally:
-            await managed.aclose()
-
-    text = asyncio.run(write())
+    with console.status(f"writing steps with {escape(judge)}") as spinner:
+        built = prepare("geval-steps", dataset=dataset, judge=judge, dimensions=dimension or None,
+                        options={"max_tokens": max_tokens}, out=output, judge_options=judge_options(judge_opt),
+                        on_status=lambda line: spinner.update(escape(line)))
+    for name, entry in built.value.items():
+        console.print(f"[bold]{escape(name)}[/] ({entry['sha256']}):\n{escape(entry['steps'])}\n")
+    if built.failures:
+        raise AssayError("; ".join(built.failures))
     if output is None:
-        typer.echo(text)
+        typer.echo(built.text)
     else:
-        output.write_text(text, encoding="utf-8")
         console.print(f"wrote {output}; use it with: assay run --method geval --dataset {dataset} --steps {output}")

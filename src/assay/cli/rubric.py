@@ -59,40 +59,29 @@ def generate(
     cache: CacheDir = None,
 ) -> None:
     """Have a judge write a rubric for a dataset's task (GER-Eval generation)."""
-    from assay.cli.main import console, out
+    from assay.builds import prepare
+    from assay.cli.main import console, judge_options, out
     from assay.datasets import load_dataset
     from assay.errors import AssayError
-    from assay.methods.gereval.generate import GenerationSettings, generate_rubric
-    from assay.methods.gereval.rubric import TaskText, save_rubric, task_text
+    from assay.methods.gereval.rubric import task_text
 
-    settings = GenerationSettings(condition=condition, k=k, seed=seed, temperature=temperature, top_p=top_p,
-                                  max_tokens=max_tokens, instruction_max_tokens=instruction_max_tokens,
-                                  reasks=reasks, max_chars=max_chars, max_criteria=max_criteria)
+    options = {"condition": condition, "k": k, "seed": seed, "temperature": temperature, "top_p": top_p,
+               "max_tokens": max_tokens, "instruction_max_tokens": instruction_max_tokens, "reasks": reasks,
+               "max_chars": max_chars, "max_criteria": max_criteria, "task_file": task_file}
     ds = load_dataset(dataset)
-    task = task_text(ds.info)
-    if task_file is not None:
-        text = task_file.read_text(encoding="utf-8").strip()
-        task = TaskText(generation=text, scoring=text, contrast_note=task.contrast_note, shipped=True)
     if condition == "contrastive":
         console.print(escape(f"contrastive examples chosen by the human rating '{ds.info.contrast_field}' "
-                             f"({task.contrast_note})"))
-
-    async def run() -> Any:
-        managed, store = _managed(judge, judge_opt, cache)
-        try:
-            return await generate_rubric(ds, managed, settings, task=task,
-                                         note=lambda m: console.print(f"[yellow]note:[/] {escape(m)}"))
-        finally:
-            await _close(managed, store)
-
-    rubric = asyncio.run(run())
-    save_rubric(rubric, output)
+                             f"({task_text(ds.info).contrast_note})"))
+    with console.status(f"writing a rubric with {escape(judge)}") as spinner:
+        built = prepare("rubric", dataset=ds, judge=judge, options=options, out=output, cache_dir=cache,
+                        judge_options=judge_options(judge_opt), on_status=lambda line: spinner.update(escape(line)))
+    for message in built.notes:
+        console.print(f"[yellow]note:[/] {escape(message)}")
+    rubric = built.value
     _print_rubric(rubric, out)
     prov = rubric.provenance
-    calls = sum(u.get("calls", 0) for u in prov.usage.values())
-    toks = sum(u.get("prompt_tokens", 0) for u in prov.usage.values()), \
-        sum(u.get("completion_tokens", 0) for u in prov.usage.values())
-    out.print(escape(f"{len(prov.responses)} answers, {len(prov.discarded)} discarded; calls {calls}, "
+    toks = sum(u.prompt_tokens for u in built.usage.values()), sum(u.completion_tokens for u in built.usage.values())
+    out.print(escape(f"{len(prov.responses)} answers, {len(prov.discarded)} discarded; calls {built.calls}, "
                      f"tokens {toks[0]} prompt / {toks[1]} completion; wrote {output}"))
     if not rubric.criteria:
         raise AssayError(f"no valid criteria: every answer was discarded (see provenance.discarded in {output})")

@@ -1,0 +1,154 @@
+"""The executor on its own: unit order for prefix reuse, and running units (storage, failures, the concurrency
+bound, progress, per-judgment usage) with a tiny method over a scripted judge."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from assay.datasets import Dataset
+from assay.errors import FatalJudgeError, TransientJudgeError
+from assay.executor import Progress, execute, order_units
+from assay.judges.ask import ask
+from assay.judges.base import Request
+from assay.judges.middleware import ManagedJudge, RetryPolicy
+from assay.judges.scripted import ScriptedJudge
+from assay.methods.base import Method, RunContext
+from assay.store import RunStore
+from assay.types import Dimension, Judgment, Sample
+
+DIMS = [Dimension(name="a", definition="first"), Dimension(name="b", definition="second")]
+# documents interleaved in file order: x, y, x, y
+SAMPLES = [Sample(id=f"s{i}", doc_id="xy"[i % 2], output=f"output {i}", source=f"doc {'xy'[i % 2]}")
+           for i in range(4)]
+
+
+def _ids(units: list[tuple[Sample, Dimension]]) -> list[str]:
+    return [f"{s.id}/{d.name}" for s, d in units]
+
+
+def test_order_by_sample_keeps_documents_together_and_dimensions_in_a_row() -> None:
+    units = order_units(SAMPLES, DIMS, set(), by="sample")
+    assert _ids(units) == ["s0/a", "s0/b", "s2/a", "s2/b", "s1/a", "s1/b", "s3/a", "s3/b"]
+
+
+def test_order_by_dimension_runs_one_dimension_over_a_documents_outputs() -> None:
+    units = order_units(SAMPLES, DIMS, set(), by="dimension")
+    assert _ids(units) == ["s0/a", "s2/a", "s0/b", "s2/b", "s1/a", "s3/a", "s1/b", "s3/b"]
+
+
+@pytest.mark.parametrize("by", ["sample", "dimension"])
+def test_done_units_are_skipped_in_either_order(by: str) -> None:
+    done = {("s2", "a"), ("s1", "b"), ("s3", "a")}
+    units = order_units(SAMPLES, DIMS, done, by=by)
+    assert len(units) == 5 and not {(s.id, d.name) for s, d in units} & done
+    assert _ids(units) == [u for u in _ids(order_units(SAMPLES, DIMS, set(), by=by))
+                           if tuple(u.split("/")) not in done]
+
+
+def test_an_unknown_order_is_refused() -> None:
+    with pytest.raises(ValueError, match="'sample' or 'dimension'"):
+        order_units(SAMPLES, DIMS, set(), by="doc")
+
+
+class Counting(Method):
+    """Asks ``1 + sample number`` questions per unit (stage "score") and scores the last answer as a number."""
+
+    name = "counting-test"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.in_flight = 0
+        self.most_in_flight = 0
+
+    async def score(self, sample: Sample, dimension: Dimension, ctx: RunContext) -> Judgment:
+        self.in_flight += 1
+        self.most_in_flight = max(self.most_in_flight, self.in_flight)
+        try:
+            answers = []
+            for k in range(1 + int(sample.id[1:])):
+                await asyncio.sleep(0.002)  # let other units interleave their calls with this one's
+                got = await ask(ctx.judge, Request.chat(f"{sample.id} {dimension.name} question {k} " + "w " * k),
+                                stage="score")
+                answers.append(got.value)
+        finally:
+            self.in_flight -= 1
+        if not answers[-1].isdigit():
+            return self.judgment(sample, dimension, ctx, score=None, trace={}, error=f"unreadable: {answers[-1]}")
+        return self.judgment(sample, dimension, ctx, score=float(answers[-1]), trace={"answers": answers})
+
+
+def _answer(request: Request) -> str:
+    prompt = request.messages[-1].content
+    if prompt.startswith("s3 b"):
+        raise TransientJudgeError("503 from the scripted server")
+    if prompt.startswith("s1 a"):
+        return "no idea"
+    return "4"
+
+
+def _run(tmp_path: Path, judge: ScriptedJudge, method: Method, *, concurrency: int,
+         on_update: object = None) -> tuple[list[Judgment], Progress, RunStore]:
+    store = RunStore(tmp_path / "run")
+    managed = ManagedJudge(judge, retry=RetryPolicy(max_attempts=2, base_delay_s=0.0))
+    ctx = RunContext(dataset=Dataset.from_samples(SAMPLES, DIMS), dimensions=DIMS, judge=managed)
+    units = order_units(SAMPLES, DIMS, set())
+    judgments, progress = asyncio.run(execute(method, units, ctx, store, concurrency=concurrency,
+                                              on_update=on_update))  # type: ignore[arg-type]
+    return judgments, progress, store
+
+
+def test_every_unit_stored_once_failures_stored_and_counted(tmp_path: Path) -> None:
+    updates: list[tuple[int, int, int]] = []
+    judgments, progress, store = _run(tmp_path, ScriptedJudge(_answer), Counting(), concurrency=3,
+                                      on_update=lambda p: updates.append((p.done, p.failed, p.unscored)))
+    stored = {(j.sample_id, j.dimension): j for j in store.judgments()}
+    assert store.count_judgments() == 8 == len(stored) == len(judgments)
+    assert {(j.sample_id, j.dimension) for j in judgments} == set(stored)
+    failed = stored[("s3", "b")]
+    assert failed.status == "failed" and failed.score is None and "503" in (failed.error or "")
+    assert failed.trace == {"attempts": 2, "error_type": "JudgeError"}
+    assert stored[("s1", "a")].status == "parse_failed" and stored[("s0", "b")].score == 4.0
+    assert (progress.total, progress.done, progress.failed, progress.unscored) == (8, 7, 1, 1)
+    assert progress.errors == [f"s3 / b: {failed.error}"]
+    assert len(updates) == 8 and updates[-1] == (7, 1, 1)  # once per unit, failed ones included
+    assert [d + f for d, f, _ in updates] == list(range(1, 9))
+    assert store.done_units() == set(stored) - {("s3", "b")}  # the failed unit is retried on resume
+    store.close()
+
+
+def test_a_fatal_judge_error_stops_the_run(tmp_path: Path) -> None:
+    def answer(request: Request) -> str:
+        if request.messages[-1].content.startswith("s0 b"):
+            raise FatalJudgeError("401: invalid API key")
+        return "3"
+
+    judge = ScriptedJudge(answer)
+    with pytest.raises(FatalJudgeError, match="invalid API key"):
+        _run(tmp_path, judge, Counting(), concurrency=1)
+    with RunStore(tmp_path / "run", readonly=True) as store:
+        assert [(j.sample_id, j.dimension) for j in store.judgments()] == [("s0", "a")]
+    assert len(judge.requests) == 2  # no unit after the fatal one was started
+
+
+@pytest.mark.parametrize("concurrency", [1, 3])
+def test_units_in_flight_never_exceed_the_bound_and_reach_it(tmp_path: Path, concurrency: int) -> None:
+    method = Counting()
+    _run(tmp_path, ScriptedJudge(lambda r: "2"), method, concurrency=concurrency)
+    assert method.most_in_flight == concurrency
+
+
+def test_each_judgment_pays_exactly_its_own_calls(tmp_path: Path) -> None:
+    judge = ScriptedJudge(lambda r: "5")
+    judgments, _, store = _run(tmp_path, judge, Counting(), concurrency=4)
+    for j in store.judgments():
+        n = 1 + int(j.sample_id[1:])
+        own = [r for r in judge.requests if r.messages[-1].content.startswith(f"{j.sample_id} {j.dimension} ")]
+        assert j.usage["score"].calls == n == len(own)
+        assert j.usage["score"].prompt_tokens == sum(len(r.messages[-1].content.split()) for r in own)
+        assert j.usage["score"].completion_tokens == n
+    total = sum(j.usage["score"].calls for j in judgments)
+    assert total == len(judge.requests) == 2 * (1 + 2 + 3 + 4)
+    store.close()
