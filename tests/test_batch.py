@@ -104,7 +104,7 @@ def test_direct_in_batch_mode_equals_the_live_run_in_one_batch(tmp_path):
     assert elapsed < 30
     assert result.scores() == live and result.complete
     assert len(api.batches) == 1 and len(api.submitted) == 8 and max(api.submitted.values()) == 1
-    assert result.manifest["batch"]["created"] == ["batch_1"]
+    assert result.manifest["batch"]["created"] == ["batch_1"] and result.manifest["batch"]["resumed"] == []
     assert result.manifest["prices"]["batch_discount"] == 0.5
     # 8 calls x (10 prompt + 1 completion tokens) at $1/M, half off
     assert result.manifest["cost_usd"] == pytest.approx(8 * 11 / 1e6 * 0.5)
@@ -207,6 +207,18 @@ def test_a_batch_created_but_not_recorded_is_found_again_not_resubmitted(tmp_pat
     assert api.polls_by_batch["batch_1"] >= 2
 
 
+def test_a_live_resume_of_a_run_with_unfinished_batches_says_it_pays_again(tmp_path):
+    with FakeOpenAIServer(default=Behaviour(text="4")) as server:
+        _run(server, tmp_path / "run", limit=1)
+        with RunStore(tmp_path / "run") as store:
+            store.add_batch("file-9", [])
+            store.set_batch("file-9", status="in_progress", batch_id="batch_9")
+        result = _run(server, tmp_path / "run", limit=2)
+    assert result.complete
+    assert any("1 batch(es) of an earlier --batch session are unfinished (batch_9)" in n["message"]
+               and "pays again" in n["message"] for n in result.notes)
+
+
 # -- kill and resume ------------------------------------------------------------------------------
 
 
@@ -239,6 +251,7 @@ def test_sigkill_after_the_first_batch_then_resume_polls_the_same_batch(tmp_path
         assert len(api.batches) == 1 and polls_before < 40, "killed while the first batch was in progress"
         second = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120)
         assert second.returncode == 0, second.stderr
+        assert "batches: 0 created, 1 taken up from an earlier session" in second.stdout
     assert len(api.batches) == 1, "the re-run created no batch: it polled the one it found in the run store"
     assert api.polls_by_batch["batch_1"] > polls_before
     assert len(api.submitted) == 12 and max(api.submitted.values()) == 1, "no request submitted twice"

@@ -164,6 +164,8 @@ async def evaluate_async(
     try:
         # before any judge call: another run's settings must cost nothing and write nothing here
         store.check(_fingerprint(meth, bare, dataset, dims), before_prepare=True)
+        if batcher is None:
+            _note_unfinished_batches(store)
         status(f"checking what {bare.identity.label} supports")
         logprobs_reason = await _detect_capabilities(bare, store, retry)
         notes: list[tuple[str, str]] = []
@@ -231,6 +233,16 @@ async def evaluate_async(
         elif batcher is not None:  # its tasks only: the judge object stays open for its owner
             await batcher.stop()
         store.close()
+
+
+def _note_unfinished_batches(store: RunStore) -> None:
+    """Say so when a live session resumes a run whose batches were never taken in: it pays for them again."""
+    unfinished = store.batches(live=True)
+    if unfinished:
+        ids = ", ".join(b["batch_id"] or b["input_file"] for b in unfinished)
+        store.add_note("batch", f"{len(unfinished)} batch(es) of an earlier --batch session are unfinished ({ids}); "
+                                "this session runs live and pays again for the requests they carry; re-run with "
+                                "--batch to take them up instead")
 
 
 def _batcher(bare: Judge, store: RunStore, batch: bool | BatchOptions, prices: PriceTable | None) -> BatchJudge:

@@ -166,6 +166,10 @@ def _print_run(result: Any, *, priced: bool = False) -> None:
         if result.resumed:
             cost += f" (whole run ${result.manifest['cost_usd']:.4f})"
         out.print(cost)
+    if m.get("batch"):
+        created, resumed = m["batch"]["created"], m["batch"].get("resumed", [])
+        out.print(f"batches: {len(created)} created" + (f", {len(resumed)} taken up from an earlier session"
+                                                         if resumed else ""))
     for n in result.notes:
         out.print(f"[yellow]note ({escape(n['kind'])}, x{n['count']}):[/] {escape(n['message'])}")
     _print_incomplete(result)

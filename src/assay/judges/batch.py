@@ -66,8 +66,8 @@ def check_batch_judge(judge: Judge) -> None:
 
 
 def batch_record(judge: BatchJudge) -> dict[str, Any]:
-    """What a session's usage record keeps about batch mode: its options and the batches it created."""
-    return {"options": judge.options.model_dump(), "created": list(judge.created)}
+    """What a session's record keeps about batch mode: its options, the batches it created and those it took up."""
+    return {"options": judge.options.model_dump(), "created": list(judge.created), "resumed": list(judge.resumed)}
 
 
 class BatchOptions(BaseModel):
@@ -232,6 +232,8 @@ class BatchJudge(Judge):
         self._tasks: set[asyncio.Task[Any]] = set()
         #: Batches created by this session (provider ids), in order.
         self.created: list[str] = []
+        #: Batches of an earlier session that this one took up (polled instead of submitting again).
+        self.resumed: list[str] = []
 
     @property
     def supports_logprobs(self) -> bool:  # type: ignore[override]
@@ -393,6 +395,7 @@ class BatchJudge(Judge):
                     self.created.append(found.id)
                 batch_id = found.id
                 self.store.set_batch(input_file, status=found.status, batch_id=batch_id)
+            self.resumed.append(batch_id)
             await self._watch(input_file, batch_id, keys, batch["created"])
         except Exception as exc:
             self._fail([self._entries[k] for k, _ in keys if k in self._entries], exc)
