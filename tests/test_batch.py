@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 import assay
-from assay.errors import ConfigError
+from assay.errors import ConfigError, FatalJudgeError
 from assay.judges.base import Response
 from assay.judges.batch import BatchOptions, LineFailure, batch_line, read_results, split_lines
 from assay.judges.middleware import PriceTable, RetryPolicy
@@ -176,6 +176,26 @@ def test_an_expired_batch_resubmits_its_unfinished_requests(tmp_path):
     assert len(api.batches) == 2 and api.batches["batch_2"]["request_counts"]["total"] == 5
     assert sorted(api.submitted.values()) == [1] * 3 + [2] * 5
     assert any("ended expired with 5 request(s) unfinished; resubmitted" in n["message"] for n in result.notes)
+
+
+def test_a_stage_beyond_the_file_limit_is_split_into_batches(tmp_path):
+    live = _live(tmp_path)
+    api = FakeBatchAPI()
+    with FakeOpenAIServer(default=Behaviour(kind="varying"), batch_api=api) as server:
+        result = _run(server, tmp_path / "batch", batch=FAST.model_copy(update={"max_requests": 3}))
+    assert result.scores() == live
+    assert [b["request_counts"]["total"] for b in api.batches.values()] == [3, 3, 2]
+    assert max(api.submitted.values()) == 1
+
+
+def test_a_batch_that_fails_validation_stops_the_run_with_its_errors(tmp_path):
+    api = FakeBatchAPI(outcomes=deque(["fail"]))
+    with FakeOpenAIServer(default=Behaviour(text="4"), batch_api=api) as server, \
+            pytest.raises(FatalJudgeError, match="batch batch_1 ended failed: invalid_file: scripted failure"):
+        _run(server, tmp_path / "batch", batch=FAST)
+    with RunStore(tmp_path / "batch", readonly=True) as store:
+        assert [(b["batch_id"], b["status"], b["detail"]["provider_status"]) for b in store.batches()] == [
+            ("batch_1", "done", "failed")]
 
 
 def test_batch_mode_needs_an_openai_judge_and_says_so_before_any_call(tmp_path):

@@ -155,7 +155,7 @@ async def evaluate_async(
         if owns_judge:
             await bare.aclose()
         raise
-    batcher = _batcher(bare, store, batch, prices) if batch else None
+    batcher = _batcher(bare, store, batch, prices, concurrency) if batch else None
     if batcher is not None:  # every unit at once; calls wait for batches, not for a call slot
         retry = (retry or RetryPolicy()).model_copy(update={"timeout_s": BATCH_WAIT_S})
         managed = ManagedJudge(batcher, cache=store, concurrency=BATCH_CONCURRENCY, retry=retry, prices=prices)
@@ -245,12 +245,14 @@ def _note_unfinished_batches(store: RunStore) -> None:
                                 "--batch to take them up instead")
 
 
-def _batcher(bare: Judge, store: RunStore, batch: bool | BatchOptions, prices: PriceTable | None) -> BatchJudge:
-    """The batch judge of a ``batch=`` run; what it does instead of live calls goes into the run's notes."""
+def _batcher(bare: Judge, store: RunStore, batch: bool | BatchOptions, prices: PriceTable | None,
+             concurrency: int | None) -> BatchJudge:
+    """The batch judge of a ``batch=`` run; what it does instead of live calls goes into the run's notes.
+    ``concurrency`` bounds its live calls (``retry="live"``), as it bounds a live run's."""
     options = batch if isinstance(batch, BatchOptions) else BatchOptions()
     if prices is not None and prices.batch_discount is None:
         store.add_note("batch", "the price table gives no batch_discount: batch calls are priced in full")
-    return BatchJudge(bare, store, options, prices=prices, note=store.add_note)
+    return BatchJudge(bare, store, options, prices=prices, note=store.add_note, live_concurrency=concurrency)
 
 
 

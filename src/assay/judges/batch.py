@@ -209,12 +209,14 @@ class BatchJudge(Judge):
         options: Poll interval, gathering backstop, retry mode, limits.
         prices: The run's price table: batch answers cost :meth:`PriceTable.cost` with ``batch=True``.
         note: Records what was done instead of the plain path (failed lines retried, expired batches).
+        live_concurrency: Live calls in flight at most (``retry="live"``); default the live judge's.
     """
 
     prices_own_calls = True
 
     def __init__(self, live: Judge, store: RunStore, options: BatchOptions | None = None, *,
-                 prices: PriceTable | None = None, note: Callable[[str, str], None] | None = None) -> None:
+                 prices: PriceTable | None = None, note: Callable[[str, str], None] | None = None,
+                 live_concurrency: int | None = None) -> None:
         check_batch_judge(live)
         assert isinstance(live, OpenAIJudge)
         self.live = live
@@ -229,6 +231,8 @@ class BatchJudge(Judge):
         self._live_units = 0
         self._waiting: Counter[object] = Counter()
         self._wake: asyncio.Event | None = None
+        self._live_concurrency = live_concurrency or live.default_concurrency
+        self._live_slots: asyncio.Semaphore | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
         #: Batches created by this session (provider ids), in order.
         self.created: list[str] = []
@@ -287,8 +291,10 @@ class BatchJudge(Judge):
         """Park the request until a batch answers it (a request already in a live batch is awaited)."""
         self._start()
         key = call_key(self.identity, request)
-        if key in self._live_keys:  # failed in a batch, retried live (retry="live")
-            response = await self.live.generate(request)
+        if key in self._live_keys:  # failed in a batch, retried live (retry="live"), as many at once as live
+            assert self._live_slots is not None
+            async with self._live_slots:
+                response = await self.live.generate(request)
             response.cost_usd = self._cost(response, batch=False)
             return response
         entry = self._entries.get(key)
@@ -317,6 +323,7 @@ class BatchJudge(Judge):
         if self._wake is not None:
             return
         self._wake = asyncio.Event()
+        self._live_slots = asyncio.Semaphore(self._live_concurrency)
         self._spawn(self._gather())
         for batch in self.store.batches(live=True):
             keys = self.store.batch_calls(batch["input_file"])
