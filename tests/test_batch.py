@@ -148,7 +148,8 @@ def test_failed_lines_are_retried_in_a_later_batch_and_recorded(tmp_path):
     with FakeOpenAIServer(default=Behaviour(text="4"), batch_api=api, route=_flaky(2)) as server:
         result = _run(server, tmp_path / "batch", batch=FAST, retry=_fast_retry())
     assert result.complete and set(result.scores().values()) == {4.0}
-    assert len(api.batches) == 2 and api.batches["batch_2"]["request_counts"]["total"] == 2
+    # the two retries go into later batches (one, or two when their backoffs end apart)
+    assert sum(b["request_counts"]["total"] for b in list(api.batches.values())[1:]) == 2
     assert sorted(api.submitted.values()) == [1] * 6 + [2, 2]
     notes = [n["message"] for n in result.notes if n["kind"] == "batch"]
     assert any("2 request(s) failed, retried in a later batch" in n and "scripted overload" in n for n in notes)
