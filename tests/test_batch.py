@@ -215,12 +215,12 @@ def test_a_batch_created_but_not_recorded_is_found_again_not_resubmitted(tmp_pat
     def crash_once(self, input_file, *, status, batch_id=None, detail=None):
         if batch_id is not None:
             monkeypatch.setattr(RunStore, "set_batch", original)
-            raise KeyboardInterrupt("killed right after the batch was created")
+            raise RuntimeError("killed right after the batch was created")
         return original(self, input_file, status=status, batch_id=batch_id, detail=detail)
 
     with FakeOpenAIServer(default=Behaviour(kind="varying"), batch_api=api) as server:
         monkeypatch.setattr(RunStore, "set_batch", crash_once)
-        with pytest.raises(KeyboardInterrupt):
+        with pytest.raises(RuntimeError, match="killed right after"):
             _run(server, tmp_path / "batch", batch=FAST)
         assert len(api.batches) == 1
         result = _run(server, tmp_path / "batch", batch=FAST)
