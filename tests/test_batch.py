@@ -199,6 +199,18 @@ def test_a_batch_that_fails_validation_stops_the_run_with_its_errors(tmp_path):
             ("batch_1", "done", "failed")]
 
 
+def test_the_key_goes_in_headers_only_never_into_batch_files_or_the_run(tmp_path, monkeypatch):
+    key = "sk-batch-secret-0123456789"
+    monkeypatch.setenv("OPENAI_API_KEY", key)
+    api = FakeBatchAPI()
+    with FakeOpenAIServer(default=Behaviour(text="4"), batch_api=api) as server:
+        result = _run(server, tmp_path / "run", batch=FAST, limit=2)
+        auth = list(server.auth)
+    assert result.complete and auth and all(a == f"Bearer {key}" for a in auth)
+    assert all(key.encode() not in content for content in api.files.values())
+    assert all(key.encode() not in p.read_bytes() for p in (tmp_path / "run").rglob("*") if p.is_file())
+
+
 def test_batch_mode_needs_an_openai_judge_and_says_so_before_any_call(tmp_path):
     judge = ScriptedJudge(["4"])
     with pytest.raises(ConfigError, match="--batch needs an openai: judge"):

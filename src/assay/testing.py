@@ -143,10 +143,7 @@ class FakeOpenAIServer:
                     self._json(*server.batch_api.post(self.path, self.headers.get("content-type", ""), data))
                     return
                 body = json.loads(data or b"{}")
-                prompt = prompt_of(body)
-                with server._lock:
-                    server.auth.append(self.headers.get("authorization"))
-                behaviour, asked_before = server.take(body)
+                behaviour, asked_before = server.take(body, self.headers.get("authorization"))
                 if behaviour.kind == "drop":
                     self.close_connection = True
                     self.connection.close()
@@ -197,11 +194,15 @@ class FakeOpenAIServer:
         self._server.shutdown()
         self._server.server_close()
 
-    def take(self, body: dict[str, Any]) -> tuple[Behaviour, int]:
-        """Log a chat request and choose its behaviour; also how often its prompt was asked before."""
+    def take(self, body: dict[str, Any], authorization: str | None = None, *,
+             live: bool = True) -> tuple[Behaviour, int]:
+        """Log a chat request (``live``: with its Authorization header; a batch line has none) and choose its
+        behaviour; also how often its prompt was asked before."""
         prompt = prompt_of(body)
         with self._lock:
             self.requests.append(body)
+            if live:
+                self.auth.append(authorization)
             routed = self.route(body) if self.route is not None else None
             behaviour = routed or (self.script.popleft() if self.script else self.default)
             asked_before = self.asked[prompt]
@@ -318,7 +319,7 @@ class FakeBatchAPI:
                 errors.append({"id": f"req_{i}", "custom_id": line["custom_id"], "response": None,
                                "error": {"code": "batch_expired", "message": "the batch expired"}})
                 continue
-            behaviour, asked_before = self.server.take(line["body"])
+            behaviour, asked_before = self.server.take(line["body"], live=False)
             if behaviour.kind in ("error", "drop", "malformed"):
                 status = behaviour.status if behaviour.kind == "error" else 500
                 errors.append({"id": f"req_{i}", "custom_id": line["custom_id"], "error": None, "response": {
