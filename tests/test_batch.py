@@ -98,12 +98,14 @@ def test_direct_in_batch_mode_equals_the_live_run_in_one_batch(tmp_path):
     prices = PriceTable(prompt_per_m={"fake-model": 1.0}, completion_per_m={"fake-model": 1.0}, batch_discount=0.5)
     with FakeOpenAIServer(default=Behaviour(kind="varying"), batch_api=api) as server:
         # idle_s is long: only quiescence (every unit parked) can submit within the test's time
-        started = time.monotonic()
-        result = _run(server, tmp_path / "batch", batch=BatchOptions(poll_s=0.05, idle_s=60), prices=prices)
+        started, states = time.monotonic(), []
+        result = _run(server, tmp_path / "batch", batch=BatchOptions(poll_s=0.05, idle_s=60), prices=prices,
+                      on_status=states.append)
         elapsed = time.monotonic() - started
     assert elapsed < 30
     assert result.scores() == live and result.complete
     assert len(api.batches) == 1 and len(api.submitted) == 8 and max(api.submitted.values()) == 1
+    assert "batch batch_1 (8 requests): completed" in states, "a long wait shows the batch's state"
     assert result.manifest["batch"]["created"] == ["batch_1"] and result.manifest["batch"]["resumed"] == []
     assert result.manifest["prices"]["batch_discount"] == 0.5
     # 8 calls x (10 prompt + 1 completion tokens) at $1/M, half off

@@ -128,7 +128,7 @@ async def evaluate_async(
         on_update: Called after each unit (the CLI's progress bar).
         on_status: Called with a line saying what the run is doing before judging starts (loading the
             judge, probing it, building artifacts such as G-Eval's steps, with the judge calls so far), so
-            that a long preparation never looks like a hang.
+            that a long preparation never looks like a hang; in batch mode also each change of a batch's state.
         batch: Send the run's calls through the provider's batch API (an ``openai:`` judge only): all units
             at once, their requests gathered per stage into batches, resumable (docs/judges.md, "Batch
             mode"). True for the defaults, or :class:`~assay.judges.batch.BatchOptions`.
@@ -155,7 +155,7 @@ async def evaluate_async(
         if owns_judge:
             await bare.aclose()
         raise
-    batcher = _batcher(bare, store, batch, prices, concurrency) if batch else None
+    batcher = _batcher(bare, store, batch, prices, concurrency, status) if batch else None
     if batcher is not None:  # every unit at once; calls wait for batches, not for a call slot
         retry = (retry or RetryPolicy()).model_copy(update={"timeout_s": BATCH_WAIT_S})
         managed = ManagedJudge(batcher, cache=store, concurrency=BATCH_CONCURRENCY, retry=retry, prices=prices)
@@ -246,13 +246,15 @@ def _note_unfinished_batches(store: RunStore) -> None:
 
 
 def _batcher(bare: Judge, store: RunStore, batch: bool | BatchOptions, prices: PriceTable | None,
-             concurrency: int | None) -> BatchJudge:
+             concurrency: int | None, status: Callable[[str], None]) -> BatchJudge:
     """The batch judge of a ``batch=`` run; what it does instead of live calls goes into the run's notes.
-    ``concurrency`` bounds its live calls (``retry="live"``), as it bounds a live run's."""
+    ``concurrency`` bounds its live calls (``retry="live"``), as it bounds a live run's; ``status`` hears of
+    each batch's state (a batch may take hours: the run must not look hung)."""
     options = batch if isinstance(batch, BatchOptions) else BatchOptions()
     if prices is not None and prices.batch_discount is None:
         store.add_note("batch", "the price table gives no batch_discount: batch calls are priced in full")
-    return BatchJudge(bare, store, options, prices=prices, note=store.add_note, live_concurrency=concurrency)
+    return BatchJudge(bare, store, options, prices=prices, note=store.add_note, live_concurrency=concurrency,
+                      on_state=status)
 
 
 

@@ -101,8 +101,8 @@ def run(
     task: list[Any] = []
     stage = bar.add_task("starting", total=None, stats="")  # every stage before judging shows here
 
-    def on_status(message: str) -> None:
-        bar.update(stage, description=escape(message))
+    def on_status(message: str) -> None:  # once judging started (batch mode's batch states), on the units' bar
+        bar.update(task[0] if task else stage, description=escape(message))
 
     def on_start(todo: int, done: int) -> None:
         bar.remove_task(stage)

@@ -210,13 +210,14 @@ class BatchJudge(Judge):
         prices: The run's price table: batch answers cost :meth:`PriceTable.cost` with ``batch=True``.
         note: Records what was done instead of the plain path (failed lines retried, expired batches).
         live_concurrency: Live calls in flight at most (``retry="live"``); default the live judge's.
+        on_state: Hears a line on each change of a batch's state (submitted, in progress, taken in).
     """
 
     prices_own_calls = True
 
     def __init__(self, live: Judge, store: RunStore, options: BatchOptions | None = None, *,
                  prices: PriceTable | None = None, note: Callable[[str, str], None] | None = None,
-                 live_concurrency: int | None = None) -> None:
+                 live_concurrency: int | None = None, on_state: Callable[[str], None] | None = None) -> None:
         check_batch_judge(live)
         assert isinstance(live, OpenAIJudge)
         self.live = live
@@ -225,6 +226,7 @@ class BatchJudge(Judge):
         self.options = options or BatchOptions()
         self.prices = prices
         self._note = note or (lambda kind, message: None)
+        self._on_state = on_state or (lambda line: None)
         self._entries: dict[str, _Entry] = {}
         self._pending: list[str] = []
         self._live_keys: set[str] = set()
@@ -425,6 +427,7 @@ class BatchJudge(Judge):
                 if batch.status != status:
                     status = batch.status
                     self.store.set_batch(input_file, status=status)
+                    self._on_state(f"batch {batch_id} ({len(keys)} requests): {status}")
                 if status in TERMINAL:
                     break
                 await asyncio.sleep(self.options.poll_s)
