@@ -77,7 +77,7 @@ def test_old_run_directories_still_open(tmp_path):
     with RunStore(tmp_path / "rw") as store:  # migrated by the named migration
         assert [j.status for j in store.judgments()] == ["scored", "parse_failed"]
         assert store.status_counts() == {"scored": 1, "parse_failed": 1, "failed": 0}
-    assert [name for name, _ in _MIGRATIONS][-1] == "judgment_status"
+    assert "judgment_status" in [name for name, _ in _MIGRATIONS]
 
 
 def test_export_has_status_and_error_columns(tmp_path):

@@ -18,6 +18,14 @@ from assay.errors import ConfigError, did_you_mean
 from assay.executor import Progress, default_unit_concurrency, execute, order_units
 from assay.hashing import content_hash
 from assay.judges import DEFAULT_JUDGE, Judge, ManagedJudge, PriceTable, RetryPolicy, load_judge
+from assay.judges.batch import (
+    BATCH_CONCURRENCY,
+    WAIT_S as BATCH_WAIT_S,
+    BatchJudge,
+    BatchOptions,
+    batch_record,
+    check_batch_judge,
+)
 from assay.methods import Method, RunContext, make_method
 from assay.store import RunStore, check_run_dir
 from assay.types import Dimension, Judgment, Sample, Usage
@@ -94,6 +102,7 @@ async def evaluate_async(
     on_start: Callable[[int, int], None] | None = None,
     on_update: Callable[[Progress, ManagedJudge], None] | None = None,
     on_status: Callable[[str], None] | None = None,
+    batch: bool | BatchOptions = False,
 ) -> RunResult:
     """Judge a dataset's samples with a method and a judge; resume if ``run_dir`` holds this run.
 
@@ -119,7 +128,10 @@ async def evaluate_async(
         on_update: Called after each unit (the CLI's progress bar).
         on_status: Called with a line saying what the run is doing before judging starts (loading the
             judge, probing it, building artifacts such as G-Eval's steps, with the judge calls so far), so
-            that a long preparation never looks like a hang.
+            that a long preparation never looks like a hang; in batch mode also each change of a batch's state.
+        batch: Send the run's calls through the provider's batch API (an ``openai:`` judge only): all units
+            at once, their requests gathered per stage into batches, resumable (docs/judges.md, "Batch
+            mode"). True for the defaults, or :class:`~assay.judges.batch.BatchOptions`.
     """
     dataset, dim_names = _as_dataset(data, dimensions)
     dataset = dataset.select(limit=limit, docs=docs)
@@ -136,15 +148,24 @@ async def evaluate_async(
     try:
         if prices is not None:  # before the run directory is made
             prices.check_covers(bare.identity.model)
+        if batch:
+            check_batch_judge(bare)
         store = RunStore(run_path)  # locked for this process; an empty or damaged database is refused
     except BaseException:
         if owns_judge:
             await bare.aclose()
         raise
-    managed = ManagedJudge(bare, cache=store, concurrency=concurrency, retry=retry, prices=prices)
+    batcher = _batcher(bare, store, batch, prices, concurrency, status) if batch else None
+    if batcher is not None:  # every unit at once; calls wait for batches, not for a call slot
+        retry = (retry or RetryPolicy()).model_copy(update={"timeout_s": BATCH_WAIT_S})
+        managed = ManagedJudge(batcher, cache=store, concurrency=BATCH_CONCURRENCY, retry=retry, prices=prices)
+    else:
+        managed = ManagedJudge(bare, cache=store, concurrency=concurrency, retry=retry, prices=prices)
     try:
         # before any judge call: another run's settings must cost nothing and write nothing here
         store.check(_fingerprint(meth, bare, dataset, dims), before_prepare=True)
+        if batcher is None:
+            _note_unfinished_batches(store)
         status(f"checking what {bare.identity.label} supports")
         logprobs_reason = await _detect_capabilities(bare, store, retry)
         notes: list[tuple[str, str]] = []
@@ -183,13 +204,16 @@ async def evaluate_async(
             on_start(len(units), len(dataset.samples) * len(dims) - len(units))
         try:
             _, progress = await execute(
-                meth, units, ctx, store, concurrency=default_unit_concurrency(managed),
-                on_update=(lambda p: on_update(p, managed)) if on_update else None)
+                meth, units, ctx, store,
+                concurrency=len(units) if batcher is not None else default_unit_concurrency(managed),
+                on_update=(lambda p: on_update(p, managed)) if on_update else None,
+                unit_scope=batcher.unit if batcher is not None else None)
         finally:  # usage is kept even when the run is interrupted
             sessions = store.get_meta("usage_sessions") or []
             sessions.append({k: v.model_dump() for k, v in managed.ledger.by_stage.items()}
                             | {"_retries": managed.ledger.retries, "_failures": managed.ledger.failures,
-                               "_prices": prices.model_dump() if prices is not None else None})
+                               "_prices": prices.model_dump() if prices is not None else None}
+                            | ({"_batch": batch_record(batcher)} if batcher is not None else {}))
             store.set_meta("usage_sessions", sessions)
         manifest = store.manifest() or manifest
         manifest["notes"] = store.notes()
@@ -197,6 +221,8 @@ async def evaluate_async(
         counts = manifest["units"] = store.unit_counts()
         if prices is not None:  # a resumed run records the table it last ran with; sessions keep each one
             manifest["prices"] = prices.model_dump()
+        if batcher is not None:  # this session's batch mode (each session's is in usage_sessions)
+            manifest["batch"] = batch_record(batcher)
         store.set_meta("manifest", manifest)
         return RunResult(run_dir=run_path, judgments=store.judgments(), manifest=manifest,
                          usage=dict(managed.ledger.by_stage), notes=store.notes(), progress=progress,
@@ -204,7 +230,31 @@ async def evaluate_async(
     finally:
         if owns_judge:
             await managed.aclose()
+        elif batcher is not None:  # its tasks only: the judge object stays open for its owner
+            await batcher.stop()
         store.close()
+
+
+def _note_unfinished_batches(store: RunStore) -> None:
+    """Say so when a live session resumes a run whose batches were never taken in: it pays for them again."""
+    unfinished = store.batches(live=True)
+    if unfinished:
+        ids = ", ".join(b["batch_id"] or b["input_file"] for b in unfinished)
+        store.add_note("batch", f"{len(unfinished)} batch(es) of an earlier --batch session are unfinished ({ids}); "
+                                "this session runs live and pays again for the requests they carry; re-run with "
+                                "--batch to take them up instead")
+
+
+def _batcher(bare: Judge, store: RunStore, batch: bool | BatchOptions, prices: PriceTable | None,
+             concurrency: int | None, status: Callable[[str], None]) -> BatchJudge:
+    """The batch judge of a ``batch=`` run; what it does instead of live calls goes into the run's notes.
+    ``concurrency`` bounds its live calls (``retry="live"``), as it bounds a live run's; ``status`` hears of
+    each batch's state (a batch may take hours: the run must not look hung)."""
+    options = batch if isinstance(batch, BatchOptions) else BatchOptions()
+    if prices is not None and prices.batch_discount is None:
+        store.add_note("batch", "the price table gives no batch_discount: batch calls are priced in full")
+    return BatchJudge(bare, store, options, prices=prices, note=store.add_note, live_concurrency=concurrency,
+                      on_state=status)
 
 
 

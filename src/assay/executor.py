@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 
 from assay.errors import FatalJudgeError, JudgeError
@@ -81,11 +82,13 @@ async def execute(
     *,
     concurrency: int,
     on_update: Callable[[Progress], None] | None = None,
+    unit_scope: Callable[[], AbstractContextManager[object]] | None = None,
 ) -> tuple[list[Judgment], Progress]:
     """Run the units with ``concurrency`` workers, in order, storing each judgment once.
 
     A unit whose judge calls fail after all retries is stored as ``failed`` with its error and
     attempts (a re-run retries it); a fatal judge error (bad key, unknown model) stops the run at once.
+    ``unit_scope`` is opened around each unit's scoring (a batch judge counts the live units with it).
     """
     queue: asyncio.Queue[Unit] = asyncio.Queue()
     for u in units:
@@ -100,7 +103,7 @@ async def execute(
             except asyncio.QueueEmpty:
                 return
             try:
-                with attributed():
+                with attributed(), (unit_scope or nullcontext)():
                     j = await method.score(sample, dim, ctx)
             except FatalJudgeError:
                 raise

@@ -46,6 +46,16 @@ _MIGRATIONS: list[tuple[str, str]] = [
         ALTER TABLE judgments ADD COLUMN status TEXT NOT NULL DEFAULT 'scored';
         UPDATE judgments SET status = CASE WHEN score IS NULL THEN 'parse_failed' ELSE 'scored' END;
     """),
+    # Provider batches (``--batch``): one row per uploaded input file, the batch made from it (NULL until the
+    # provider confirmed it) and the calls it carries, so that a killed run polls the same batches on resume.
+    ("batches", """
+        CREATE TABLE batches (
+            input_file TEXT PRIMARY KEY, batch_id TEXT, status TEXT NOT NULL,
+            created REAL NOT NULL, updated REAL NOT NULL, detail TEXT NOT NULL DEFAULT '{}');
+        CREATE TABLE batch_calls (
+            input_file TEXT NOT NULL, key TEXT NOT NULL, request TEXT NOT NULL,
+            PRIMARY KEY (input_file, key));
+    """),
 ]
 
 # Manifest fields that must match for a run directory to be resumed by another command.
@@ -299,6 +309,44 @@ class RunStore:
 
     def count_calls(self) -> int:
         return int(self._db.execute("SELECT COUNT(*) FROM calls").fetchone()[0])
+
+    # -- provider batches (``--batch``) -------------------------------------------------------
+
+    def add_batch(self, input_file: str, calls: Iterable[tuple[str, Request]]) -> None:
+        """Record an uploaded input file and the calls it carries, before the batch is created from it."""
+        now = time.time()
+        self._db.execute("BEGIN")
+        try:
+            self._db.execute("INSERT INTO batches (input_file, batch_id, status, created, updated) "
+                             "VALUES (?, NULL, 'uploaded', ?, ?)", (input_file, now, now))
+            self._db.executemany("INSERT OR IGNORE INTO batch_calls VALUES (?, ?, ?)",
+                                 [(input_file, key, req.model_dump_json()) for key, req in calls])
+        except BaseException:
+            self._db.execute("ROLLBACK")
+            raise
+        self._db.execute("COMMIT")
+
+    def set_batch(self, input_file: str, *, status: str, batch_id: str | None = None,
+                  detail: dict[str, Any] | None = None) -> None:
+        """Update a batch's status (and its id once created, and what became of its requests)."""
+        self._db.execute(
+            "UPDATE batches SET status=?, batch_id=COALESCE(?, batch_id), updated=?, "
+            "detail=COALESCE(?, detail) WHERE input_file=?",
+            (status, batch_id, time.time(), None if detail is None else json.dumps(detail), input_file))
+
+    def batches(self, *, live: bool = False) -> list[dict[str, Any]]:
+        """The run's batches in order of creation (``live``: those whose results were not taken in yet)."""
+        where = " WHERE status != 'done'" if live else ""
+        rows = self._db.execute(
+            f"SELECT input_file, batch_id, status, created, updated, detail FROM batches{where} ORDER BY rowid")
+        return [{"input_file": f, "batch_id": b, "status": s, "created": c, "updated": u, "detail": json.loads(d)}
+                for f, b, s, c, u, d in rows]
+
+    def batch_calls(self, input_file: str) -> list[tuple[str, Request]]:
+        """The (call key, request) pairs a batch carries."""
+        rows = self._db.execute("SELECT key, request FROM batch_calls WHERE input_file=? ORDER BY rowid",
+                                (input_file,))
+        return [(k, Request.model_validate_json(r)) for k, r in rows]
 
     # -- export ------------------------------------------------------------------------------
 

@@ -4,13 +4,15 @@ It answers ``POST /v1/chat/completions`` and ``GET /v1/models``. Each request is
 the next scripted behaviour (or the default one): a normal answer, an HTTP error with optional
 Retry-After, a slow answer, a dropped connection, a malformed body, an echo of the prompt, or an
 answer that varies with how often the same prompt was asked (a nondeterministic judge, made
-deterministic for tests). Every request it
+deterministic for tests). With ``batch_api=FakeBatchAPI(...)`` it also serves the files and batches API
+(``--batch``), answering batch lines through the same behaviours. Every request it
 receives is logged (with its body and its Authorization header), and optionally appended to a JSONL file so that another
 process can see what was asked.
 """
 
 from __future__ import annotations
 
+import email.policy
 import hashlib
 import json
 import re
@@ -19,6 +21,7 @@ import time
 from collections import Counter, deque
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from email.parser import BytesParser
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -108,6 +111,8 @@ class FakeOpenAIServer:
     #: A function of the request body choosing its behaviour (None: the script, then the default), so that a
     #: test can fail some prompts and answer others whatever order concurrent requests arrive in.
     route: Callable[[dict[str, Any]], Behaviour | None] | None = None
+    #: The files and batches API (``FakeBatchAPI``); None: the server answers chat completions only.
+    batch_api: FakeBatchAPI | None = None
 
     def __post_init__(self) -> None:
         self._lock = threading.Lock()
@@ -121,19 +126,24 @@ class FakeOpenAIServer:
                 return
 
             def do_GET(self) -> None:
-                self._json(200, {"object": "list", "data": [{"id": "fake-model", "object": "model"}]})
+                got = server.batch_api.get(self.path) if server.batch_api is not None else None
+                if got is None:
+                    self._json(200, {"object": "list", "data": [{"id": "fake-model", "object": "model"}]})
+                elif isinstance(got[1], bytes):
+                    self._raw(got[0], got[1], "application/octet-stream")
+                else:
+                    self._json(*got)
 
             def do_POST(self) -> None:
                 length = int(self.headers.get("content-length", 0))
-                body = json.loads(self.rfile.read(length) or b"{}")
-                prompt = prompt_of(body)
-                with server._lock:
-                    server.requests.append(body)
-                    server.auth.append(self.headers.get("authorization"))
-                    routed = server.route(body) if server.route is not None else None
-                    behaviour = routed or (server.script.popleft() if server.script else server.default)
-                    asked_before = server.asked[prompt]
-                    server.asked[prompt] += 1
+                data = self.rfile.read(length)
+                if server.batch_api is not None and self.path.rstrip("/").endswith(("/files", "/batches")):
+                    with server._lock:
+                        server.auth.append(self.headers.get("authorization"))
+                    self._json(*server.batch_api.post(self.path, self.headers.get("content-type", ""), data))
+                    return
+                body = json.loads(data or b"{}")
+                behaviour, asked_before = server.take(body, self.headers.get("authorization"))
                 if behaviour.kind == "drop":
                     self.close_connection = True
                     self.connection.close()
@@ -148,16 +158,7 @@ class FakeOpenAIServer:
                 if behaviour.kind == "malformed":
                     self._raw(200, b"{not json", "application/json")
                     return
-                if behaviour.kind == "varying":
-                    text = behaviour.vary(prompt, asked_before)
-                elif callable(behaviour.text):
-                    text = behaviour.text(body)
-                else:
-                    text = behaviour.text + prompt if behaviour.kind == "echo" else behaviour.text
-                answer = completion(body, text, logprobs=server.logprobs)
-                if behaviour.choices is not None:
-                    answer["choices"] = answer["choices"][:behaviour.choices]
-                self._json(200, answer)
+                self._json(200, server.answer(body, behaviour, asked_before))
                 if server.log_path is not None:
                     with server._lock, server.log_path.open("a", encoding="utf-8") as fh:
                         fh.write(json.dumps(body) + "\n")
@@ -175,6 +176,8 @@ class FakeOpenAIServer:
                 self.wfile.write(data)
                 self.wfile.flush()
 
+        if self.batch_api is not None:
+            self.batch_api.server = self
         self._server = _Server(("127.0.0.1", self.port), Handler)
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
 
@@ -191,9 +194,164 @@ class FakeOpenAIServer:
         self._server.shutdown()
         self._server.server_close()
 
+    def take(self, body: dict[str, Any], authorization: str | None = None, *,
+             live: bool = True) -> tuple[Behaviour, int]:
+        """Log a chat request (``live``: with its Authorization header; a batch line has none) and choose its
+        behaviour; also how often its prompt was asked before."""
+        prompt = prompt_of(body)
+        with self._lock:
+            self.requests.append(body)
+            if live:
+                self.auth.append(authorization)
+            routed = self.route(body) if self.route is not None else None
+            behaviour = routed or (self.script.popleft() if self.script else self.default)
+            asked_before = self.asked[prompt]
+            self.asked[prompt] += 1
+        return behaviour, asked_before
+
+    def answer(self, body: dict[str, Any], behaviour: Behaviour, asked_before: int) -> dict[str, Any]:
+        """The chat.completion a well-formed behaviour answers ``body`` with."""
+        prompt = prompt_of(body)
+        if behaviour.kind == "varying":
+            text = behaviour.vary(prompt, asked_before)
+        elif callable(behaviour.text):
+            text = behaviour.text(body)
+        else:
+            text = behaviour.text + prompt if behaviour.kind == "echo" else behaviour.text
+        answer = completion(body, text, logprobs=self.logprobs)
+        if behaviour.choices is not None:
+            answer["choices"] = answer["choices"][:behaviour.choices]
+        return answer
+
     def enqueue(self, *behaviours: Behaviour) -> None:
         with self._lock:
             self.script.extend(behaviours)
+
+
+@dataclass
+class FakeBatchAPI:
+    """The OpenAI files and batches API on a :class:`FakeOpenAIServer` (``batch_api=FakeBatchAPI(...)``).
+
+    ``POST /v1/files`` (multipart upload), ``GET /v1/files/ID/content``, ``POST /v1/batches``, ``GET /v1/batches``
+    and ``GET /v1/batches/ID``. A batch ends at its ``polls``-th retrieval: its lines are then answered one by
+    one through the server's own behaviours (route, script, default), so a batch answers exactly what the
+    same requests sent live would; an "error", "drop" or "malformed" behaviour makes a failed line. The
+    outcome of each created batch is the next of ``outcomes`` (default "complete"): "expire" answers the
+    first ``expire_answered`` lines and leaves the rest ``batch_expired``; "fail" ends it ``failed``.
+
+    Attributes:
+        submitted: How many times each ``custom_id`` was submitted in a created batch.
+        polls_by_batch: Retrievals per batch id.
+    """
+
+    polls: int = 1
+    outcomes: deque[str] = field(default_factory=deque)
+    expire_answered: int = 1
+    files: dict[str, bytes] = field(default_factory=dict)
+    batches: dict[str, dict[str, Any]] = field(default_factory=dict)
+    submitted: Counter[str] = field(default_factory=Counter)
+    polls_by_batch: Counter[str] = field(default_factory=Counter)
+    server: FakeOpenAIServer | None = None
+
+    def __post_init__(self) -> None:
+        self._lock = threading.Lock()
+
+    def post(self, path: str, ctype: str, data: bytes) -> tuple[int, dict[str, Any]]:
+        with self._lock:
+            if path.rstrip("/").endswith("/files"):
+                content, purpose = _multipart_file(ctype, data)
+                return 200, self._add_file(content, purpose)
+            body = json.loads(data or b"{}")
+            content = self.files.get(body.get("input_file_id", ""))
+            if content is None:
+                return 404, {"error": {"message": f"no file {body.get('input_file_id')!r}"}}
+            ids = [json.loads(line)["custom_id"] for line in content.decode().splitlines() if line.strip()]
+            self.submitted.update(ids)
+            batch = {"id": f"batch_{len(self.batches) + 1}", "object": "batch", "endpoint": body.get("endpoint"),
+                     "input_file_id": body["input_file_id"], "completion_window": body.get("completion_window"),
+                     "status": "validating", "created_at": int(time.time()), "output_file_id": None,
+                     "error_file_id": None, "errors": None,
+                     "request_counts": {"total": len(ids), "completed": 0, "failed": 0},
+                     "_outcome": self.outcomes.popleft() if self.outcomes else "complete"}
+            self.batches[batch["id"]] = batch
+            return 200, _public(batch)
+
+    def get(self, path: str) -> tuple[int, dict[str, Any] | bytes] | None:
+        """The answer to a GET on the files or batches API, or None for another path."""
+        parts = path.split("?")[0].rstrip("/").split("/")
+        with self._lock:
+            if parts[-1] == "batches":
+                return 200, {"object": "list", "data": [_public(b) for b in self.batches.values()],
+                             "has_more": False}
+            if parts[-2:-1] == ["batches"]:
+                batch = self.batches.get(parts[-1])
+                if batch is None:
+                    return 404, {"error": {"message": f"no batch {parts[-1]!r}"}}
+                self.polls_by_batch[batch["id"]] += 1
+                if batch["status"] not in ("completed", "expired", "failed"):
+                    batch["status"] = "in_progress"
+                    if self.polls_by_batch[batch["id"]] >= self.polls:
+                        self._finish(batch)
+                return 200, _public(batch)
+            if parts[-1] == "content" and parts[-3:-2] == ["files"]:
+                content = self.files.get(parts[-2])
+                return (404, {"error": {"message": "no such file"}}) if content is None else (200, content)
+        return None
+
+    def _add_file(self, content: bytes, purpose: str) -> dict[str, Any]:
+        file_id = f"file-{len(self.files) + 1}"
+        self.files[file_id] = content
+        return {"id": file_id, "object": "file", "bytes": len(content), "created_at": int(time.time()),
+                "filename": f"{file_id}.jsonl", "purpose": purpose, "status": "processed"}
+
+    def _finish(self, batch: dict[str, Any]) -> None:
+        """Answer the batch's lines (all, the first few when it expires, none when it fails)."""
+        assert self.server is not None
+        if batch["_outcome"] == "fail":
+            batch["status"] = "failed"
+            batch["errors"] = {"object": "list", "data": [{"code": "invalid_file", "message": "scripted failure"}]}
+            return
+        lines = [json.loads(line) for line in self.files[batch["input_file_id"]].decode().splitlines() if line]
+        answered = len(lines) if batch["_outcome"] == "complete" else self.expire_answered
+        out, errors = [], []
+        for i, line in enumerate(lines):
+            if i >= answered:
+                errors.append({"id": f"req_{i}", "custom_id": line["custom_id"], "response": None,
+                               "error": {"code": "batch_expired", "message": "the batch expired"}})
+                continue
+            behaviour, asked_before = self.server.take(line["body"], live=False)
+            if behaviour.kind in ("error", "drop", "malformed"):
+                status = behaviour.status if behaviour.kind == "error" else 500
+                errors.append({"id": f"req_{i}", "custom_id": line["custom_id"], "error": None, "response": {
+                    "status_code": status, "body": {"error": {"message": behaviour.message or f"scripted {status}"}}}})
+            else:
+                out.append({"id": f"req_{i}", "custom_id": line["custom_id"], "error": None, "response": {
+                    "status_code": 200, "body": self.server.answer(line["body"], behaviour, asked_before)}})
+        for key, rows in (("output_file_id", out), ("error_file_id", errors)):
+            if rows:
+                content = "".join(json.dumps(r) + "\n" for r in rows).encode()
+                batch[key] = self._add_file(content, "batch_output")["id"]
+        batch["status"] = "completed" if batch["_outcome"] == "complete" else "expired"
+        batch["request_counts"] = {"total": len(lines), "completed": len(out), "failed": len(errors)}
+
+
+def _public(batch: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in batch.items() if not k.startswith("_")}
+
+
+def _multipart_file(ctype: str, data: bytes) -> tuple[bytes, str]:
+    """The uploaded file and its ``purpose`` from a multipart/form-data body."""
+    message = BytesParser(policy=email.policy.default).parsebytes(
+        b"Content-Type: " + ctype.encode() + b"\r\n\r\n" + data)
+    content, purpose = b"", ""
+    for part in message.iter_parts():
+        name = part.get_param("name", header="content-disposition")
+        payload = part.get_payload(decode=True) or b""
+        if name == "file":
+            content = payload
+        elif name == "purpose":
+            purpose = payload.decode()
+    return content, purpose
 
 
 def completion(body: dict[str, Any], text: str, *, logprobs: bool = True) -> dict[str, Any]:

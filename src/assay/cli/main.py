@@ -77,6 +77,11 @@ def run(
     prices: Annotated[Path | None, typer.Option(
         help="Price table (JSON or YAML): USD per million prompt/completion tokens by model")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar")] = False,
+    batch: Annotated[bool, typer.Option(
+        "--batch", help="Send the calls through the provider's batch API (openai: judges; resumable)")] = False,
+    batch_retry: Annotated[str, typer.Option(
+        "--batch-retry", help="Retry requests that failed in a batch: 'batch' (a later batch) or 'live'")] = "batch",
+    batch_poll: Annotated[float, typer.Option(help="Seconds between polls of a batch's status")] = 30.0,
 ) -> None:
     """Judge a dataset with a method; re-run the same command to resume.
 
@@ -91,12 +96,13 @@ def run(
     options = flags_to_options(list(ctx.args), get_method(method).Options, method)
     run_path = run_dir or Path("runs") / f"{Path(dataset).stem.split(':')[0]}-{method}"
     price_table = PriceTable.load(prices) if prices else None
+    batch_options = _batch_options(batch_retry, batch_poll) if batch else False
     bar = _progress(quiet)
     task: list[Any] = []
     stage = bar.add_task("starting", total=None, stats="")  # every stage before judging shows here
 
-    def on_status(message: str) -> None:
-        bar.update(stage, description=escape(message))
+    def on_status(message: str) -> None:  # once judging started (batch mode's batch states), on the units' bar
+        bar.update(task[0] if task else stage, description=escape(message))
 
     def on_start(todo: int, done: int) -> None:
         bar.remove_task(stage)
@@ -114,10 +120,25 @@ def run(
         result = evaluate(dataset, method=method, judge=judge, dimensions=dimension, run_dir=run_path,
                           options=options, judge_options=judge_options(judge_opt), limit=limit, docs=docs,
                           concurrency=concurrency, retry=RetryPolicy(timeout_s=timeout, max_attempts=retries),
-                          prices=price_table, on_start=on_start, on_update=on_update, on_status=on_status)
+                          prices=price_table, on_start=on_start, on_update=on_update, on_status=on_status,
+                          batch=batch_options)
     _print_run(result, priced=price_table is not None)
     if not result.complete:
         raise typer.Exit(EXIT_INCOMPLETE)
+
+
+def _batch_options(retry: str, poll_s: float) -> Any:
+    """``--batch-retry`` and ``--batch-poll`` as batch options; a bad value is an error before any call."""
+    from pydantic import ValidationError
+
+    from assay.judges.batch import BatchOptions
+
+    try:
+        return BatchOptions(retry=retry, poll_s=poll_s)  # type: ignore[arg-type]
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        flag = {"retry": "--batch-retry", "poll_s": "--batch-poll"}.get(str(err["loc"][0]), str(err["loc"][0]))
+        raise AssayError(f"{flag} {err['input']!r}: {err['msg']}") from None
 
 
 def _progress(quiet: bool) -> Progress:
@@ -145,6 +166,10 @@ def _print_run(result: Any, *, priced: bool = False) -> None:
         if result.resumed:
             cost += f" (whole run ${result.manifest['cost_usd']:.4f})"
         out.print(cost)
+    if m.get("batch"):
+        created, resumed = m["batch"]["created"], m["batch"].get("resumed", [])
+        out.print(f"batches: {len(created)} created" + (f", {len(resumed)} taken up from an earlier session"
+                                                         if resumed else ""))
     for n in result.notes:
         out.print(f"[yellow]note ({escape(n['kind'])}, x{n['count']}):[/] {escape(n['message'])}")
     _print_incomplete(result)

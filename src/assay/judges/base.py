@@ -181,6 +181,8 @@ class Judge(abc.ABC):
     default_concurrency: int = 8
     #: Whether its calls cost money; a judge that re-answers recorded calls (replay) pays nothing.
     paid: bool = True
+    #: Whether it sets each response's ``cost_usd`` itself (a batch judge: batch prices, live retries in full).
+    prices_own_calls: bool = False
 
     @classmethod
     def from_spec(cls, model: str, url: str | None = None, **options: Any) -> Judge:

@@ -7,12 +7,21 @@ import hashlib
 import json
 import random
 from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 import yaml
-from pydantic import BaseModel, ConfigDict, NonNegativeFloat, ValidationError
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    NonNegativeFloat,
+    SerializerFunctionWrapHandler,
+    ValidationError,
+    model_serializer,
+)
 
 from assay.errors import ConfigError, FatalJudgeError, InputError, JudgeError, TransientJudgeError
 from assay.judges.ask import charge
@@ -64,12 +73,23 @@ class PriceTable(BaseModel):
     Attributes:
         prompt_per_m: Model name -> USD per million prompt tokens.
         completion_per_m: Model name -> USD per million completion tokens.
+        batch_discount: Fraction taken off both prices for calls answered through a provider's batch API
+            (``--batch``; OpenAI's is 0.5). None: not given, batch calls are priced in full (and a run says so).
     """
 
     model_config = ConfigDict(extra="forbid")
 
     prompt_per_m: dict[str, NonNegativeFloat] = {}
     completion_per_m: dict[str, NonNegativeFloat] = {}
+    batch_discount: float | None = Field(default=None, ge=0.0, le=1.0)
+
+    @model_serializer(mode="wrap")
+    def _dump(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """Without a batch discount the table is recorded as before there was one (manifests stay comparable)."""
+        data: dict[str, Any] = handler(self)
+        if data.get("batch_discount", 0) is None:
+            del data["batch_discount"]
+        return data
 
     @classmethod
     def load(cls, path: str | Path) -> PriceTable:
@@ -101,9 +121,11 @@ class PriceTable(BaseModel):
             raise ConfigError(f"the price table has no {' or '.join(missing)} price for model {model!r} "
                               f"(it prices: {', '.join(known) or 'nothing'})")
 
-    def cost(self, model: str, prompt_tokens: int, completion_tokens: int) -> float:
-        return (prompt_tokens * self.prompt_per_m.get(model, 0.0)
+    def cost(self, model: str, prompt_tokens: int, completion_tokens: int, *, batch: bool = False) -> float:
+        """The price of one call; ``batch``: answered through a batch API, with :attr:`batch_discount` off."""
+        full = (prompt_tokens * self.prompt_per_m.get(model, 0.0)
                 + completion_tokens * self.completion_per_m.get(model, 0.0)) / 1e6
+        return full * (1.0 - (self.batch_discount or 0.0)) if batch else full
 
 
 def usage_of(response: Response) -> Usage:
@@ -193,6 +215,7 @@ class ManagedJudge:
         self._on_retry = on_retry
         self._rng = random.Random(seed)
         self._in_flight: dict[str, _Flight] = {}
+        self._parked: Callable[[], AbstractContextManager[object]] = getattr(judge, "parked", nullcontext)
 
     @property
     def identity(self) -> JudgeIdentity:
@@ -220,7 +243,8 @@ class ManagedJudge:
         if flight is None or flight.task.done():
             flight = _Flight(asyncio.ensure_future(self._call(key, request)))
             self._in_flight[key] = flight
-        response = await flight.wait()
+        with self._parked():  # a batch judge knows when every unit waits (assay.judges.batch)
+            response = await flight.wait()
         if joined and not response.from_cache:
             response = response.model_copy(update={"from_cache": True})
         self._account(stage, response)
@@ -248,7 +272,7 @@ class ManagedJudge:
                 return response
             if not self.inner.paid:
                 response.cost_usd = 0.0
-            elif self.prices is not None:
+            elif self.prices is not None and not self.inner.prices_own_calls:
                 response.cost_usd = self.prices.cost(
                     self.identity.model, response.prompt_tokens, response.completion_tokens)
             if self.cache is not None:

@@ -77,6 +77,15 @@ class OpenAIJudge(Judge):
         self.logprobs_reason: str | None = (f"set by the judge option logprobs={str(logprobs).lower()}"
                                             if logprobs is not None else None)
 
+    @property
+    def client(self) -> Any:
+        """The SDK client (``openai.AsyncOpenAI``), for the batch API (:mod:`assay.judges.batch`)."""
+        return self._client
+
+    def redacted(self, text: str) -> str:
+        """``text`` with this judge's key and endpoint credentials redacted (for errors from other endpoints)."""
+        return redact(text, self._secrets)
+
     async def detect_logprobs(self, known: bool | None = None, *,
                               send: Callable[[Request], Awaitable[Response]] | None = None) -> bool:
         """Ask the endpoint once whether it returns log-probabilities; remember the answer and why.
