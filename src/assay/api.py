@@ -20,11 +20,13 @@ from assay.hashing import content_hash
 from assay.judges import DEFAULT_JUDGE, Judge, ManagedJudge, PriceTable, RetryPolicy, load_judge
 from assay.judges.batch import (
     BATCH_CONCURRENCY,
-    WAIT_S as BATCH_WAIT_S,
     BatchJudge,
     BatchOptions,
     batch_record,
     check_batch_judge,
+)
+from assay.judges.batch import (
+    WAIT_S as BATCH_WAIT_S,
 )
 from assay.methods import Method, RunContext, make_method
 from assay.store import RunStore, check_run_dir
