@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import http.client
 import json
@@ -72,7 +73,10 @@ async def test_openai_judge_uses_the_aiohttp_transport_with_a_pool_sized_to_the_
         assert client.is_closed()
 
 
-async def test_one_sdk_client_per_judge_and_loop(monkeypatch):
+# the first loop's pool cannot be closed once its loop has ended: aiohttp says so when it is collected
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
+def test_one_sdk_client_per_judge_and_event_loop(monkeypatch):
+    """No client per call; a judge reused by a second ``asyncio.run`` (``evaluate`` twice) gets one for that loop."""
     built = []
     real = openai.AsyncOpenAI
 
@@ -80,13 +84,17 @@ async def test_one_sdk_client_per_judge_and_loop(monkeypatch):
         built.append(kwargs)
         return real(*args, **kwargs)
 
+    async def calls(judge: OpenAIJudge, seeds: range) -> list[str]:
+        return [(await judge.generate(REQ.model_copy(update={"seed": i}))).text for i in seeds]
+
     monkeypatch.setattr(openai, "AsyncOpenAI", counting)
     with FakeOpenAIServer() as srv:
         judge = OpenAIJudge("fake-model", srv.url, logprobs=False)
-        for i in range(5):
-            await judge.generate(REQ.model_copy(update={"seed": i}))
-        await judge.aclose()
-    assert len(built) == 1 and built[0]["max_retries"] == 0
+        assert asyncio.run(calls(judge, range(5))) == ["3"] * 5
+        assert len(built) == 1 and built[0]["max_retries"] == 0
+        assert asyncio.run(calls(judge, range(5, 7))) == ["3"] * 2  # the first loop's pool is gone with it
+        assert len(built) == 2
+        asyncio.run(judge.aclose())
 
 
 async def test_without_aiohttp_the_judge_falls_back_to_httpx_and_says_so(monkeypatch):
@@ -121,7 +129,7 @@ async def test_url_credentials_travel_as_basic_auth_on_aiohttp():
 
 def test_the_transport_is_in_the_manifest_not_in_the_identity(tmp_path):
     with FakeOpenAIServer() as srv:
-        result = evaluate("topical-chat", method="direct", judge=f"openai:fake-model@{srv.url}", run_dir=tmp_path / "run",
-                          limit=1, dimensions=["coherence"], concurrency=24, judge_options={"logprobs": False})
+        result = evaluate("topical-chat", method="direct", judge=f"openai:fake-model@{srv.url}",
+                          run_dir=tmp_path / "run", limit=1, dimensions=["coherence"], concurrency=24, judge_options={"logprobs": False})
     assert result.manifest["judge_runtime"] == {"transport": "aiohttp", "pool": 24}
     assert "transport" not in json.dumps(result.manifest["judge"])
