@@ -130,6 +130,7 @@ async def test_url_credentials_travel_as_basic_auth_on_aiohttp():
 def test_the_transport_is_in_the_manifest_not_in_the_identity(tmp_path):
     with FakeOpenAIServer() as srv:
         result = evaluate("topical-chat", method="direct", judge=f"openai:fake-model@{srv.url}",
-                          run_dir=tmp_path / "run", limit=1, dimensions=["coherence"], concurrency=24, judge_options={"logprobs": False})
+                          run_dir=tmp_path / "run", limit=1, dimensions=["coherence"], concurrency=24,
+                          judge_options={"logprobs": False})
     assert result.manifest["judge_runtime"] == {"transport": "aiohttp", "pool": 24}
     assert "transport" not in json.dumps(result.manifest["judge"])
