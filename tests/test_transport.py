@@ -14,7 +14,7 @@ import pytest
 from assay import evaluate
 from assay.judges.base import Request
 from assay.judges.middleware import ManagedJudge
-from assay.judges.openai import OpenAIJudge, http_transport, url_credentials
+from assay.judges.openai import OpenAIJudge, http_transport, redact, url_credentials
 from assay.testing import Behaviour, FakeOpenAIServer
 
 REQ = Request.chat("Rate it.", max_tokens=4)
@@ -134,3 +134,8 @@ def test_the_transport_is_in_the_manifest_not_in_the_identity(tmp_path):
                           judge_options={"logprobs": False})
     assert result.manifest["judge_runtime"] == {"transport": "aiohttp", "pool": 24}
     assert "transport" not in json.dumps(result.manifest["judge"])
+
+
+def test_a_basic_auth_header_echoed_in_an_error_is_redacted():
+    header = url_credentials("http://someone:pa55word-123@h:1/v1")[1]["Authorization"]
+    assert redact(f"proxy said: bad Authorization: {header}", []) == "proxy said: bad Authorization: Basic [redacted]"

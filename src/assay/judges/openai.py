@@ -300,17 +300,20 @@ def secrets_of(key: str | None, base_url: str | None) -> list[str]:
     if base_url:
         parts = urlsplit(base_url)
         out += [p for p in (parts.password, parts.username if parts.password else None) if p]
-        out += [v.removeprefix("Basic ") for v in url_credentials(base_url)[1].values()]  # as sent in the header
         out += [v for _, v in parse_qsl(parts.query)]
     return [s for s in out if len(s) >= _MIN_SECRET]
 
 
 _MIN_SECRET = 8  # shorter strings are no real key, and replacing them would garble messages
-_TOKEN = re.compile(r"(?i)(\bbearer\s+)[A-Za-z0-9._~+/=-]{8,}|\bsk-[A-Za-z0-9_-]{8,}")
+_TOKEN = re.compile(r"(?i)(\b(?:bearer|basic)\s+)[A-Za-z0-9._~+/=-]{8,}|\bsk-[A-Za-z0-9_-]{8,}")
 
 
 def redact(text: str, secrets: list[str]) -> str:
-    """``text`` with each secret, and anything that looks like a bearer token or an ``sk-`` key, redacted."""
+    """``text`` with each secret, and anything that looks like a bearer or Basic token or an ``sk-`` key, redacted.
+
+    A URL's ``user:password`` travels as a Basic Authorization header (:func:`url_credentials`), which a
+    server may echo in an error body.
+    """
     for secret in sorted(secrets, key=len, reverse=True):
         text = text.replace(secret, "[redacted]")
     return _TOKEN.sub(lambda m: (m.group(1) or "") + "[redacted]", text)
