@@ -83,3 +83,11 @@ def test_a_policy_that_comes_after_openmp_loaded_says_so():
                             "print(json.dumps(apply_wait_policy('passive')))")
     assert record["wait_policy_note"] == ("not applied: OpenMP was already loaded in this process, "
                                           "with OMP_WAIT_POLICY=unset")
+
+
+def test_an_unknown_wait_policy_is_a_config_error_before_the_model_loads():
+    from assay.errors import ConfigError
+    from assay.judges.llamacpp import LlamaCppJudge
+
+    with pytest.raises(ConfigError, match="llamacpp judge: wait_policy='spin': expected one of auto, passive"):
+        LlamaCppJudge("/nonexistent.gguf", wait_policy="spin")

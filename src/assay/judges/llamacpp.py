@@ -173,7 +173,7 @@ class LlamaCppJudge(Judge):
     Args:
         model: ``smollm2`` or a path to a GGUF file.
         n_threads: CPU threads for llama.cpp, for prompts and generation alike (default: the usable cores
-            less the load average, :func:`assay.judges.cpu.free_threads`).
+            less those busy with other work, :func:`assay.judges.cpu.free_threads`).
         n_ctx: Context length; a prompt that does not fit is an error that says so (never cut).
         seed: Base seed for sampled requests (combined with the request's seed and sample index).
         logits_all: Compute logits for every prompt position (slow; for the benchmark only).
