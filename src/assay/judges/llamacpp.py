@@ -15,7 +15,6 @@ import ctypes
 import functools
 import hashlib
 import importlib.util
-import os
 import threading
 import time
 from pathlib import Path
