@@ -193,6 +193,7 @@ async def evaluate_async(
             "artifacts": prepared,
             "judge_logprobs": bare.supports_logprobs,
             "judge_logprobs_reason": logprobs_reason,
+            "judge_runtime": bare.runtime(),
             "dataset_level": dataset.info.level,
             "prices": prices.model_dump() if prices is not None else None,
             "assay_version": __version__,

@@ -206,6 +206,18 @@ class Judge(abc.ABC):
         """Release connections, models or threads."""
         return None
 
+    def plan_concurrency(self, calls: int) -> None:
+        """Hear how many calls the middleware lets into flight at once (an HTTP judge sizes its pool to it)."""
+        return None
+
+    def runtime(self) -> dict[str, Any]:
+        """How this judge runs where that does not change its answers (transport, threads, wait policy).
+
+        Recorded in the run's manifest (``judge_runtime``) and by ``assay judges``; deliberately not in
+        :attr:`identity`, whose every field is part of the cache key.
+        """
+        return {}
+
     async def check(self) -> dict[str, Any]:
         """Probe the judge with a tiny request; return what it reports (for ``assay judges``)."""
         req = Request.chat("Reply with the single word: ok", max_tokens=4, top_logprobs=1)
@@ -217,4 +229,5 @@ class Judge(abc.ABC):
             "answer": resp.text,
             "logprobs": got_lp,
             "latency_s": round(resp.latency_s, 3),
+            "runtime": self.runtime(),
         }

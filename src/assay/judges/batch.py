@@ -317,8 +317,7 @@ class BatchJudge(Judge):
 
     async def aclose(self) -> None:
         await self.stop()
-        await self.live.aclose()
-        await self.live.client.close()  # its pooled connections, before the event loop closes
+        await self.live.aclose()  # closes its pooled connections, before the event loop closes
 
     def _start(self) -> None:
         """On the first call: start the gatherer, and take up the live batches a killed session left."""

