@@ -89,7 +89,7 @@ class OpenAIJudge(Judge):
 
     @property
     def client(self) -> Any:
-        """The SDK client (``openai.AsyncOpenAI``) of the running loop, for the batch API (:mod:`assay.judges.batch`)."""
+        """The SDK client (``openai.AsyncOpenAI``) of the running loop, for the batch API (assay.judges.batch)."""
         return self._client_now()
 
     def redacted(self, text: str) -> str:
