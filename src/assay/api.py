@@ -19,6 +19,7 @@ from assay.executor import Progress, default_unit_concurrency, execute, order_un
 from assay.hashing import content_hash
 from assay.judges import DEFAULT_JUDGE, Judge, ManagedJudge, PriceTable, RetryPolicy, load_judge
 from assay.methods import Method, RunContext, make_method
+from assay.ray_executor import RaySettings, execute_ray, import_ray, parse_executor
 from assay.store import RunStore, check_run_dir
 from assay.types import Dimension, Judgment, Sample, Usage
 
@@ -94,6 +95,10 @@ async def evaluate_async(
     on_start: Callable[[int, int], None] | None = None,
     on_update: Callable[[Progress, ManagedJudge], None] | None = None,
     on_status: Callable[[str], None] | None = None,
+    executor: str = "local",
+    workers: int | None = None,
+    worker_cpus: float = 1.0,
+    worker_gpus: float = 0.0,
 ) -> RunResult:
     """Judge a dataset's samples with a method and a judge; resume if ``run_dir`` holds this run.
 
@@ -120,7 +125,17 @@ async def evaluate_async(
         on_status: Called with a line saying what the run is doing before judging starts (loading the
             judge, probing it, building artifacts such as G-Eval's steps, with the judge calls so far), so
             that a long preparation never looks like a hang.
+        executor: Where the units run: ``local`` (this process, asyncio), ``ray`` (a local Ray instance),
+            ``ray:auto`` (the cluster this machine belongs to) or ``ray:ray://HOST:PORT``; see docs/scale.md.
+            Ray needs the ``ray`` extra. The method is prepared here and the store written here either way.
+        workers / worker_cpus / worker_gpus: Ray only: judge actors (default: as many as the cluster fits)
+            and the CPUs and GPUs each reserves (an embedded judge: match ``n_threads``).
     """
+    spec = parse_executor(executor)
+    ray_settings = None
+    if spec.kind == "ray":  # before the judge is loaded: a missing extra or a bad setting costs nothing
+        import_ray()
+        ray_settings = RaySettings(spec.address, workers, worker_cpus, worker_gpus)
     dataset, dim_names = _as_dataset(data, dimensions)
     dataset = dataset.select(limit=limit, docs=docs)
     meth = make_method(method, options) if isinstance(method, str) else method
@@ -182,14 +197,20 @@ async def evaluate_async(
         if on_start:
             on_start(len(units), len(dataset.samples) * len(dims) - len(units))
         try:
-            _, progress = await execute(
-                meth, units, ctx, store, concurrency=default_unit_concurrency(managed),
-                on_update=(lambda p: on_update(p, managed)) if on_update else None)
+            update = (lambda p: on_update(p, managed)) if on_update else None
+            if ray_settings is not None:
+                _, progress = await execute_ray(meth, units, ctx, store, ray_settings, judge=judge,
+                                                judge_options=judge_options, concurrency=concurrency, retry=retry,
+                                                prices=prices, on_update=update)
+            else:
+                _, progress = await execute(meth, units, ctx, store, concurrency=default_unit_concurrency(managed),
+                                            on_update=update)
         finally:  # usage is kept even when the run is interrupted
             sessions = store.get_meta("usage_sessions") or []
             sessions.append({k: v.model_dump() for k, v in managed.ledger.by_stage.items()}
                             | {"_retries": managed.ledger.retries, "_failures": managed.ledger.failures,
-                               "_prices": prices.model_dump() if prices is not None else None})
+                               "_prices": prices.model_dump() if prices is not None else None,
+                               "_executor": spec.label()})
             store.set_meta("usage_sessions", sessions)
         manifest = store.manifest() or manifest
         manifest["notes"] = store.notes()

@@ -77,6 +77,13 @@ def run(
     prices: Annotated[Path | None, typer.Option(
         help="Price table (JSON or YAML): USD per million prompt/completion tokens by model")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar")] = False,
+    executor: Annotated[str, typer.Option(
+        help="Where units run: local, ray (a local Ray instance), ray:auto or ray:ray://HOST:PORT (the ray extra)")]
+    = "local",
+    workers: Annotated[int | None, typer.Option(help="Ray: judge actors (default: as many as the cluster fits)")]
+    = None,
+    worker_cpus: Annotated[float, typer.Option(help="Ray: CPUs per worker (embedded judge: its n_threads)")] = 1.0,
+    worker_gpus: Annotated[float, typer.Option(help="Ray: GPUs per worker")] = 0.0,
 ) -> None:
     """Judge a dataset with a method; re-run the same command to resume.
 
@@ -114,7 +121,8 @@ def run(
         result = evaluate(dataset, method=method, judge=judge, dimensions=dimension, run_dir=run_path,
                           options=options, judge_options=judge_options(judge_opt), limit=limit, docs=docs,
                           concurrency=concurrency, retry=RetryPolicy(timeout_s=timeout, max_attempts=retries),
-                          prices=price_table, on_start=on_start, on_update=on_update, on_status=on_status)
+                          prices=price_table, on_start=on_start, on_update=on_update, on_status=on_status,
+                          executor=executor, workers=workers, worker_cpus=worker_cpus, worker_gpus=worker_gpus)
     _print_run(result, priced=price_table is not None)
     if not result.complete:
         raise typer.Exit(EXIT_INCOMPLETE)

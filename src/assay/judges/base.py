@@ -181,6 +181,9 @@ class Judge(abc.ABC):
     default_concurrency: int = 8
     #: Whether its calls cost money; a judge that re-answers recorded calls (replay) pays nothing.
     paid: bool = True
+    #: Whether each instance holds its own model (embedded): N instances are N times the capacity, so a bound on
+    #: calls in flight applies per instance (the ray executor divides a shared endpoint's bound among its workers).
+    owns_model: bool = False
 
     @classmethod
     def from_spec(cls, model: str, url: str | None = None, **options: Any) -> Judge:
