@@ -184,7 +184,7 @@ def judge_source(judge: str | Judge, options: dict[str, Any] | None) -> Callable
     """
     if isinstance(judge, str):
         return functools.partial(load_judge, judge, **(options or {}))
-    import cloudpickle
+    from ray import cloudpickle  # Ray's own copy: what it pickles actor arguments with
 
     try:
         blob = cloudpickle.dumps(judge)
@@ -374,7 +374,8 @@ class RayRun:
         if not units:
             return self.results, self.progress
         workers = [_Worker(i, self.make_actor(i)) for i in range(self.settings.workers or 1)]
-        loops = [asyncio.ensure_future(self._feed(w)) for w in workers for _ in range(GROUPS_PER_WORKER)]
+        # round-robin: with few (large) groups, each worker gets one before any gets a second
+        loops = [asyncio.ensure_future(self._feed(w)) for _ in range(GROUPS_PER_WORKER) for w in workers]
         done_waiter = asyncio.ensure_future(self.finished.wait())
         try:
             pending = {done_waiter, *loops}
@@ -476,8 +477,8 @@ def connect(ray: Any, address: str | None) -> bool:
     """
     if ray.is_initialized():
         return False
-    if address is None:
-        ray.init(include_dashboard=False, log_to_driver=False)
+    if address is None:  # "local": a new instance, never a cluster some other process started on this machine
+        ray.init(address="local", include_dashboard=False, log_to_driver=False)
     else:
         ray.init(address=address, log_to_driver=False)
     return True
@@ -507,7 +508,11 @@ async def execute_ray(method: Method, units: list[Unit], ctx: RunContext, store:
         pin = ray.util.scheduling_strategies.NodeAffinitySchedulingStrategy(node_id=here, soft=False)
         reader = ray.remote(CacheReader).options(num_cpus=0, scheduling_strategy=pin).remote(str(store.run_dir))
         # put once, resolved by each actor: what must pickle is the judge source, the prepared method, the dataset
-        shared = [ray.put(build), ray.put(method), ray.put({"dataset": ctx.dataset, "dimensions": ctx.dimensions})]
+        try:
+            shared = [ray.put(build), ray.put(method), ray.put({"dataset": ctx.dataset, "dimensions": ctx.dimensions})]
+        except Exception as exc:  # what Ray's pickler raises varies (TypeError, PicklingError, ...)
+            raise ConfigError(f"the ray executor ships the prepared method {method.name!r} and the dataset to its "
+                              f"workers, and they cannot be pickled ({type(exc).__name__}: {exc})") from exc
         remote_worker = ray.remote(JudgeWorker)
 
         def make_actor(i: int) -> Any:
