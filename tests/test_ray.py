@@ -161,6 +161,17 @@ def test_a_killed_actor_is_replaced_and_its_units_requeued(cluster, tmp_path):
     assert notes and "ray worker 0 died" in notes[0]["message"] and "re-queued" in notes[0]["message"]
 
 
+def broken_judge(request) -> str:
+    raise ValueError("boom: a bug in the judge")
+
+
+def test_an_unexpected_error_in_an_actor_stops_the_run_as_locally(cluster, tmp_path):
+    with pytest.raises(ValueError, match="boom"):
+        _run(tmp_path, "local", ScriptedJudge(broken_judge))
+    with pytest.raises(ValueError, match="boom"):  # not a hang waiting for the unit's judgment
+        _run(tmp_path, "ray", ScriptedJudge(broken_judge), executor="ray", workers=2)
+
+
 @pytest.mark.slow  # three model loads (driver, 2 actors) on 2 shared cores: about a minute
 def test_embedded_judge_on_ray_matches_local(cluster, smollm2, tmp_path):
     kwargs = {"method": "direct", "limit": 2, "dimensions": ["naturalness"]}

@@ -290,7 +290,8 @@ class JudgeWorker:
         """Judge a group's units (concurrently, bounded), yielding events as they happen, each unit's judgment last.
 
         Events: ``("call", key, request, response)``, ``("usage", stage, usage)``, ``("note", kind, message)``,
-        ``("artifact", name, text)``, ``("judgment", judgment)``, ``("fatal", message)``, and at the end
+        ``("artifact", name, text)``, ``("judgment", judgment)``, ``("fatal", message)``, ``("error", exception)``
+        (anything else a unit raised), and at the end
         ``("counts", retries, failures)`` (this actor's new retries and failures since the last report).
         """
         if self._slots is None:
@@ -305,9 +306,9 @@ class JudgeWorker:
             left = len(tasks)
             while left:
                 event = await events.get()
-                left -= event[0] in ("judgment", "fatal")
+                left -= event[0] in ("judgment", "fatal", "error")
                 yield event
-                if event[0] == "fatal":
+                if event[0] in ("fatal", "error"):
                     return
         finally:
             for task in tasks:
@@ -327,6 +328,9 @@ class JudgeWorker:
                 return
             except JudgeError as exc:
                 j = failed_judgment(self.method, sample, dim, self.judge.identity.label, exc)
+            except Exception as exc:  # a bug or a lost reader: stop the run with it, as the local executor does
+                _emit(("error", exc))
+                return
             _emit(("judgment", j))
 
 
@@ -440,6 +444,8 @@ class RayRun:
             self.ctx.artifacts(event[1], event[2])
         elif kind == "fatal":
             raise FatalJudgeError(event[1])
+        elif kind == "error":
+            raise event[1]
         elif kind == "judgment":
             self._store_judgment(event[1])
 
@@ -507,6 +513,11 @@ async def execute_ray(method: Method, units: list[Unit], ctx: RunContext, store:
         here = ray.get_runtime_context().get_node_id()
         pin = ray.util.scheduling_strategies.NodeAffinitySchedulingStrategy(node_id=here, soft=False)
         reader = ray.remote(CacheReader).options(num_cpus=0, scheduling_strategy=pin).remote(str(store.run_dir))
+        try:
+            await reader.get.remote("")
+        except ray.exceptions.RayError as exc:
+            raise ConfigError(f"the ray executor's cache reader cannot open {store.run_dir} on the driver's node "
+                              f"({_reason(exc)}); run the driver on a cluster node (ray:auto)") from None
         # put once, resolved by each actor: what must pickle is the judge source, the prepared method, the dataset
         try:
             shared = [ray.put(build), ray.put(method), ray.put({"dataset": ctx.dataset, "dimensions": ctx.dimensions})]
