@@ -2,9 +2,9 @@
 
 Usage: python benchmarks/ray.py [--units 8] [--scripted-docs 10]
 
-1. The embedded judge (``llamacpp:smollm2``, ``direct`` on Topical-Chat, one dimension) over the same units with the
-   local executor (one model, 2 threads), Ray with 1 worker x 2 threads, and Ray with 2 workers x 1 thread. Each
-   run starts from an empty run directory; ``steady`` is units per second between the first and the last judgment
+1. The embedded judge (``llamacpp:smollm2``, ``direct`` on Topical-Chat, one dimension, 2 responses of each context)
+   over the same units with the local executor (one model, 2 threads), Ray with 1 worker x 2 threads, and Ray with
+   2 workers x 1 thread. Each run starts from an empty run directory; ``steady`` is units per second between the first and the last judgment
    (model loads and actor start-up excluded), ``wall`` the whole judging phase (actors started, models loaded).
 2. A scripted judge that answers at once (SummEval, ``direct``, one dimension): the local executor versus Ray with
    2 workers, so that the difference is Ray's overhead: actor start-up and the per-unit round trips (cache lookup
@@ -22,6 +22,7 @@ import os
 import sys
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 
 # this file is named ray.py: without its own folder on the path, `import ray` finds Ray, not this script
@@ -29,6 +30,7 @@ sys.path = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).re
 import ray  # noqa: E402
 
 import assay  # noqa: E402
+from assay.datasets import Dataset, load_dataset  # noqa: E402
 from assay.judges.scripted import ScriptedJudge  # noqa: E402
 
 
@@ -36,7 +38,7 @@ def hashed_score(request) -> str:
     return str(1 + int(hashlib.sha256(request.messages[-1].content.encode()).hexdigest(), 16) % 5)
 
 
-def timed_run(data: str, judge, root: Path, name: str, **kwargs) -> dict[str, float]:
+def timed_run(data: str | Dataset, judge, root: Path, name: str, **kwargs) -> dict[str, float]:
     """One run from an empty directory: wall time of the judging phase and the steady rate between judgments."""
     marks: dict[str, float] = {}
     stamps: list[float] = []
@@ -57,8 +59,19 @@ def timed_run(data: str, judge, root: Path, name: str, **kwargs) -> dict[str, fl
             "scores": result.scores()}
 
 
+def spread(units: int) -> Dataset:
+    """Topical-Chat's first 2 responses of each of the first ``units / 2`` contexts: groups of 2 units, so that
+    both workers of a 2-worker layout have work to the end (with whole contexts, 8 units are 6 + 2)."""
+    ds = load_dataset("topical-chat")
+    per_doc: dict[str, list] = {}
+    for s in ds.samples:
+        per_doc.setdefault(s.doc_id, []).append(s)
+    picked = [s for doc in list(per_doc.values())[:(units + 1) // 2] for s in doc[:2]][:units]
+    return replace(ds, samples=picked, pool=ds.samples)
+
+
 def embedded(root: Path, units: int) -> None:
-    common = {"method": "direct", "limit": units, "dimensions": ["naturalness"]}
+    common = {"method": "direct", "dimensions": ["naturalness"]}
     layouts = [
         ("local executor, 1 model x 2 threads", {"judge_options": {"n_threads": 2}}),
         ("ray, 1 worker x 2 threads", {"judge_options": {"n_threads": 2}, "executor": "ray", "workers": 1,
@@ -66,10 +79,12 @@ def embedded(root: Path, units: int) -> None:
         ("ray, 2 workers x 1 thread", {"judge_options": {"n_threads": 1}, "executor": "ray", "workers": 2,
                                        "worker_cpus": 1}),
     ]
-    print(f"\n1. embedded judge llamacpp:smollm2, direct on topical-chat, {units} units (load {_load()})")
+    print(f"\n1. embedded judge llamacpp:smollm2, direct on topical-chat, {units} units in groups of 2 "
+          f"(load {_load()})")
+    data = spread(units)
     rows = []
     for i, (name, opts) in enumerate(layouts):
-        rows.append((name, timed_run("topical-chat", "llamacpp:smollm2", root, f"emb{i}", **common, **opts)))
+        rows.append((name, timed_run(data, "llamacpp:smollm2", root, f"emb{i}", **common, **opts)))
     base = rows[0][1]
     for name, r in rows:
         print(f"  {name:38s} steady {r['steady']:6.3f} units/s ({r['steady'] / base['steady']:4.2f}x local)   "

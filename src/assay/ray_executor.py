@@ -369,6 +369,7 @@ class RayRun:
         self.stored: set[tuple[str, str]] = set()
         self.progress = Progress(total=0)
         self.left = 0
+        self.active = 0
         self.finished = asyncio.Event()
 
     async def run(self, units: list[Unit]) -> tuple[list[Judgment], Progress]:
@@ -402,26 +403,29 @@ class RayRun:
     async def _feed(self, worker: _Worker) -> None:
         """Hand one worker's actor group after group; on its death, re-queue what it left and replace it."""
         while True:
-            generation = worker.generation
             group = await self.queue.get()
+            actor = worker.actor  # the actor this group goes to (a feeder beside this one may replace it)
+            self.active += 1
             try:
                 if not worker.ready:
-                    await worker.actor.ready.remote()
-                    worker.ready = True
-                await self._judge_group(worker.actor, group)
+                    await actor.ready.remote()
+                    worker.ready = worker.actor is actor
+                await self._judge_group(actor, group)
             except self.ray.exceptions.RayActorError as exc:
                 left = [u for u in group if (u[0].id, u[1].name) not in self.stored]
                 if left:
                     self.queue.put_nowait(left)
                 self.ctx.note("executor", f"ray worker {worker.index} died ({_reason(exc)}); the units it had not "
                                           "returned were re-queued (its answered calls came from the cache)")
-                if worker.generation == generation:  # the first of this actor's feeders to see it dead
-                    if generation >= MAX_REPLACEMENTS:
+                if worker.actor is actor:  # the first of this actor's feeders to see it dead replaces it
+                    if worker.generation >= MAX_REPLACEMENTS:
                         return
                     worker.generation += 1
                     worker.actor, worker.ready = self.make_actor(worker.index), False
-                elif worker.generation > MAX_REPLACEMENTS:
-                    return
+            finally:
+                self.active -= 1
+                if not self.left and not self.active:  # every unit stored, every group's last events read
+                    self.finished.set()
 
     async def _judge_group(self, actor: Any, group: list[Unit]) -> None:
         async for ref in actor.run_group.options(num_returns="streaming").remote(group):
@@ -466,8 +470,6 @@ class RayRun:
         self.left -= 1
         if self.on_update:
             self.on_update(self.progress)
-        if not self.left:
-            self.finished.set()
 
 
 def _reason(exc: Exception) -> str:
