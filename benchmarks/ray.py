@@ -1,11 +1,12 @@
 """The ray executor on this machine: embedded-judge throughput by layout, and Ray's own start-up and per-unit cost.
 
-Usage: python benchmarks/ray.py [--units 8] [--scripted-docs 10]
+Usage: python benchmarks/ray.py [--units 8] [--scripted-docs 10] [--repeats 3] [--skip-embedded]
 
 1. The embedded judge (``llamacpp:smollm2``, ``direct`` on Topical-Chat, one dimension, 2 responses of each context)
    over the same units with the local executor (one model, 2 threads), Ray with 1 worker x 2 threads, and Ray with
-   2 workers x 1 thread. Each run starts from an empty run directory; ``steady`` is units per second between the first and the last judgment
-   (model loads and actor start-up excluded), ``wall`` the whole judging phase (actors started, models loaded).
+   2 workers x 1 thread. Each run starts from an empty run directory; ``steady`` is units per second between the
+   first and the last judgment (model loads and actor start-up excluded), ``wall`` the whole judging phase (actors
+   started, models loaded).
 2. A scripted judge that answers at once (SummEval, ``direct``, one dimension): the local executor versus Ray with
    2 workers, so that the difference is Ray's overhead: actor start-up and the per-unit round trips (cache lookup
    through the reader actor, the streamed events, the driver's writes).
@@ -19,6 +20,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import os
+import statistics
 import sys
 import tempfile
 import time
@@ -93,18 +95,26 @@ def embedded(root: Path, units: int) -> None:
     print(f"  same scores in all three layouts: {same}; load after: {_load()}")
 
 
-def overhead(root: Path, docs: int) -> None:
+def overhead(root: Path, docs: int, repeats: int) -> None:
     common = {"method": "direct", "docs": docs, "dimensions": ["coherence"]}
-    print(f"\n2. scripted judge (no latency), direct on summeval, {docs} documents x 16 outputs (load {_load()})")
-    local = timed_run("summeval", ScriptedJudge(hashed_score), root, "loc", **common)
-    remote = timed_run("summeval", ScriptedJudge(hashed_score), root, "ray", executor="ray", workers=2, **common)
-    print(f"  {local['units']} units")
+    print(f"\n2. scripted judge (no latency), direct on summeval, {docs} documents x 16 outputs, median of {repeats} "
+          f"(load {_load()})")
+    runs = {"local": [], "ray": []}
+    for i in range(repeats):
+        runs["local"].append(timed_run("summeval", ScriptedJudge(hashed_score), root, f"loc{i}", **common))
+        runs["ray"].append(timed_run("summeval", ScriptedJudge(hashed_score), root, f"ray{i}", executor="ray",
+                                     workers=2, **common))
+    local, remote = ({k: statistics.median(r[k] for r in rs) for k in ("wall_s", "first_s", "steady")}
+                     for rs in (runs["local"], runs["ray"]))
+    same = all(r["scores"] == runs["local"][0]["scores"] for r in runs["local"] + runs["ray"])
+    print(f"  {runs['local'][0]['units']} units; ray steady rates: "
+          + ", ".join(f"{r['steady']:.0f}" for r in runs["ray"]) + " units/s")
     print(f"  local executor        wall {local['wall_s']:6.2f} s   {local['steady']:8.0f} units/s")
     print(f"  ray, 2 workers        wall {remote['wall_s']:6.2f} s   {remote['steady']:8.0f} units/s   "
           f"first judgment after {remote['first_s']:.2f} s (2 actors started)")
     per_unit = (1 / remote["steady"] - 1 / local["steady"]) * 1000
     print(f"  Ray's cost per unit (steady, 2 workers): {per_unit:.2f} ms; its start-up per run: "
-          f"{remote['first_s'] - local['first_s']:.2f} s; same scores: {local['scores'] == remote['scores']}")
+          f"{remote['first_s'] - local['first_s']:.2f} s; same scores: {same}")
 
 
 def _load() -> str:
@@ -115,13 +125,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--units", type=int, default=8)
     parser.add_argument("--scripted-docs", type=int, default=10)
+    parser.add_argument("--repeats", type=int, default=3, help="scripted-judge runs per executor (median)")
     parser.add_argument("--skip-embedded", action="store_true")
     args = parser.parse_args()
     start = time.perf_counter()
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
     print(f"ray.init(num_cpus=2): {time.perf_counter() - start:.2f} s (ray {ray.__version__}, load {_load()})")
     with tempfile.TemporaryDirectory(prefix="assay-ray-bench-") as tmp:
-        overhead(Path(tmp), args.scripted_docs)
+        overhead(Path(tmp), args.scripted_docs, args.repeats)
         if not args.skip_embedded:
             embedded(Path(tmp), args.units)
     ray.shutdown()
