@@ -10,6 +10,7 @@ import signal
 import sqlite3
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -159,6 +160,26 @@ def test_a_killed_actor_is_replaced_and_its_units_requeued(cluster, tmp_path):
     assert remote.scores() == local.scores()
     notes = [n for n in remote.notes if n["kind"] == "executor"]
     assert notes and "ray worker 0 died" in notes[0]["message"] and "re-queued" in notes[0]["message"]
+
+
+def test_actors_share_the_concurrency_bound_an_endpoint_sees(cluster, tmp_path):
+    lock, in_flight, peak = threading.Lock(), [0], [0]
+
+    def answer(body) -> str:  # runs in the server's handler threads: count the calls in flight at once
+        with lock:
+            in_flight[0] += 1
+            peak[0] = max(peak[0], in_flight[0])
+        time.sleep(0.3)  # long enough that both actors are busy at once, whenever each started
+        with lock:
+            in_flight[0] -= 1
+        return "3"
+
+    with FakeOpenAIServer(default=Behaviour(text=answer)) as server:
+        result = assay.evaluate("summeval", judge=f"openai:fake-model@{server.url}", docs=4,
+                                dimensions=["coherence"], run_dir=tmp_path / "run", concurrency=3, executor="ray",
+                                workers=2)
+    assert result.complete and len(result.judgments) == 64
+    assert 2 <= peak[0] <= 3  # 2 + 1 slots; each actor with the whole bound would reach 6 (32 units each)
 
 
 def broken_judge(request) -> str:
