@@ -26,6 +26,7 @@ from assay.ray_executor import (
     RaySettings,
     check_fits,
     parse_executor,
+    ray_settings_for,
     resolve_workers,
     split_concurrency,
     unit_groups,
@@ -66,6 +67,13 @@ def test_executor_specs():
     for bad in ("dask", "ray:", "local:x", ""):
         with pytest.raises(ConfigError, match="local, ray, ray:auto"):
             parse_executor(bad)
+
+
+def test_ray_options_need_the_ray_executor():
+    assert ray_settings_for(parse_executor("local"), None, None, None) is None
+    assert ray_settings_for(parse_executor("ray:auto"), 3, None, 0.5) == RaySettings("auto", 3, 1.0, 0.5)
+    with pytest.raises(ConfigError, match="--workers, --worker-gpus set the ray executor's workers"):
+        ray_settings_for(parse_executor("local"), 2, None, 1)
 
 
 def test_groups_keep_each_document_together():

@@ -19,7 +19,7 @@ from assay.executor import Progress, default_unit_concurrency, execute, order_un
 from assay.hashing import content_hash
 from assay.judges import DEFAULT_JUDGE, Judge, ManagedJudge, PriceTable, RetryPolicy, load_judge
 from assay.methods import Method, RunContext, make_method
-from assay.ray_executor import RaySettings, execute_ray, import_ray, parse_executor
+from assay.ray_executor import execute_ray, import_ray, parse_executor, ray_settings_for
 from assay.store import RunStore, check_run_dir
 from assay.types import Dimension, Judgment, Sample, Usage
 
@@ -97,8 +97,8 @@ async def evaluate_async(
     on_status: Callable[[str], None] | None = None,
     executor: str = "local",
     workers: int | None = None,
-    worker_cpus: float = 1.0,
-    worker_gpus: float = 0.0,
+    worker_cpus: float | None = None,
+    worker_gpus: float | None = None,
 ) -> RunResult:
     """Judge a dataset's samples with a method and a judge; resume if ``run_dir`` holds this run.
 
@@ -129,13 +129,12 @@ async def evaluate_async(
             ``ray:auto`` (the cluster this machine belongs to) or ``ray:ray://HOST:PORT``; see docs/scale.md.
             Ray needs the ``ray`` extra. The method is prepared here and the store written here either way.
         workers / worker_cpus / worker_gpus: Ray only: judge actors (default: as many as the cluster fits)
-            and the CPUs and GPUs each reserves (an embedded judge: match ``n_threads``).
+            and the CPUs (default 1) and GPUs (default 0) each reserves (an embedded judge: match ``n_threads``).
     """
-    spec = parse_executor(executor)
-    ray_settings = None
-    if spec.kind == "ray":  # before the judge is loaded: a missing extra or a bad setting costs nothing
+    # before the judge is loaded: a missing extra or a bad setting costs nothing
+    ray_settings = ray_settings_for(parse_executor(executor), workers, worker_cpus, worker_gpus)
+    if ray_settings is not None:
         import_ray()
-        ray_settings = RaySettings(spec.address, workers, worker_cpus, worker_gpus)
     dataset, dim_names = _as_dataset(data, dimensions)
     dataset = dataset.select(limit=limit, docs=docs)
     meth = make_method(method, options) if isinstance(method, str) else method
@@ -210,7 +209,7 @@ async def evaluate_async(
             sessions.append({k: v.model_dump() for k, v in managed.ledger.by_stage.items()}
                             | {"_retries": managed.ledger.retries, "_failures": managed.ledger.failures,
                                "_prices": prices.model_dump() if prices is not None else None,
-                               "_executor": spec.label()})
+                               "_executor": executor})
             store.set_meta("usage_sessions", sessions)
         manifest = store.manifest() or manifest
         manifest["notes"] = store.notes()

@@ -113,6 +113,24 @@ class RaySettings:
             raise ConfigError("--worker-cpus and --worker-gpus cannot be negative")
 
 
+def ray_settings_for(spec: ExecutorSpec, workers: int | None, cpus: float | None,
+                     gpus: float | None) -> RaySettings | None:
+    """The Ray settings of a run, or None for the local executor, which refuses Ray's options rather than
+    ignoring them.
+
+    Raises:
+        ConfigError: ``--workers``, ``--worker-cpus`` or ``--worker-gpus`` given with the local executor.
+    """
+    if spec.kind == "ray":
+        return RaySettings(spec.address, workers, 1.0 if cpus is None else cpus, 0.0 if gpus is None else gpus)
+    given = [flag for flag, value in (("--workers", workers), ("--worker-cpus", cpus), ("--worker-gpus", gpus))
+             if value is not None]
+    if given:
+        raise ConfigError(f"{', '.join(given)} set the ray executor's workers: add --executor ray (or ray:auto, "
+                          "ray:ray://HOST:PORT), or leave them out for the local executor")
+    return None
+
+
 def unit_groups(units: list[Unit]) -> list[list[Unit]]:
     """The units cut into runs of one source document each (the order kept), so that one actor judges all
     prompts sharing that document's prefix."""

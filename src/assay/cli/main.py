@@ -82,8 +82,9 @@ def run(
     = "local",
     workers: Annotated[int | None, typer.Option(help="Ray: judge actors (default: as many as the cluster fits)")]
     = None,
-    worker_cpus: Annotated[float, typer.Option(help="Ray: CPUs per worker (embedded judge: its n_threads)")] = 1.0,
-    worker_gpus: Annotated[float, typer.Option(help="Ray: GPUs per worker")] = 0.0,
+    worker_cpus: Annotated[float | None, typer.Option(
+        help="Ray: CPUs per worker (default 1; embedded judge: its n_threads)")] = None,
+    worker_gpus: Annotated[float | None, typer.Option(help="Ray: GPUs per worker (default 0)")] = None,
 ) -> None:
     """Judge a dataset with a method; re-run the same command to resume.
 
