@@ -534,24 +534,7 @@ async def execute_ray(method: Method, units: list[Unit], ctx: RunContext, store:
         pin = ray.util.scheduling_strategies.NodeAffinitySchedulingStrategy(node_id=here, soft=False)
         reader = ray.remote(CacheReader).options(num_cpus=0, scheduling_strategy=pin).remote(str(store.run_dir))
         try:
-            await reader.get.remote("")
-        except ray.exceptions.RayError as exc:
-            raise ConfigError(f"the ray executor's cache reader cannot open {store.run_dir} on the driver's node "
-                              f"({_reason(exc)}); run the driver on a cluster node (ray:auto)") from None
-        # put once, resolved by each actor: what must pickle is the judge source, the prepared method, the dataset
-        try:
-            shared = [ray.put(build), ray.put(method), ray.put({"dataset": ctx.dataset, "dimensions": ctx.dimensions})]
-        except Exception as exc:  # what Ray's pickler raises varies (TypeError, PicklingError, ...)
-            raise ConfigError(f"the ray executor ships the prepared method {method.name!r} and the dataset to its "
-                              f"workers, and they cannot be pickled ({type(exc).__name__}: {exc})") from exc
-        remote_worker = ray.remote(JudgeWorker)
-
-        def make_actor(i: int) -> Any:
-            return remote_worker.options(num_cpus=settings.cpus, num_gpus=settings.gpus, max_restarts=0,
-                                         name=f"assay-worker-{i}-{uuid.uuid4().hex[:8]}").remote(
-                *shared, reader, per_actor[i], retry, prices)
-
-        try:
+            make_actor = await _actor_factory(ray, reader, build, method, ctx, settings, per_actor, retry, prices)
             return await RayRun(ray, method, ctx, store, settings, make_actor, on_update).run(units)
         finally:
             ray.kill(reader)
@@ -559,3 +542,32 @@ async def execute_ray(method: Method, units: list[Unit], ctx: RunContext, store:
         if started:
             ray.shutdown()
 
+
+async def _actor_factory(ray: Any, reader: Any, build: Callable[[], Judge], method: Method, ctx: RunContext,
+                         settings: RaySettings, per_actor: list[int], retry: RetryPolicy | None,
+                         prices: PriceTable | None) -> Callable[[int], Any]:
+    """What starts worker ``i``'s actor, once the reader has opened the store and the shared objects are put.
+
+    Raises:
+        ConfigError: The reader cannot open the store (the driver is not on a cluster node), or the method or
+            the dataset cannot be pickled.
+    """
+    try:
+        await reader.get.remote("")
+    except ray.exceptions.RayError as exc:
+        raise ConfigError(f"the ray executor's cache reader cannot open the run store on the driver's node "
+                          f"({_reason(exc)}); run the driver on a cluster node (ray:auto)") from None
+    # put once, resolved by each actor: what must pickle is the judge source, the prepared method, the dataset
+    try:
+        shared = [ray.put(build), ray.put(method), ray.put({"dataset": ctx.dataset, "dimensions": ctx.dimensions})]
+    except Exception as exc:  # what Ray's pickler raises varies (TypeError, PicklingError, ...)
+        raise ConfigError(f"the ray executor ships the prepared method {method.name!r} and the dataset to its "
+                          f"workers, and they cannot be pickled ({type(exc).__name__}: {exc})") from exc
+    remote_worker = ray.remote(JudgeWorker)
+
+    def make_actor(i: int) -> Any:
+        return remote_worker.options(num_cpus=settings.cpus, num_gpus=settings.gpus, max_restarts=0,
+                                     name=f"assay-worker-{i}-{uuid.uuid4().hex[:8]}").remote(
+            *shared, reader, per_actor[i], retry, prices)
+
+    return make_actor
