@@ -29,6 +29,7 @@ from assay.judges.batch import (
     WAIT_S as BATCH_WAIT_S,
 )
 from assay.methods import Method, RunContext, make_method
+from assay.ray_executor import execute_ray, import_ray, parse_executor, ray_settings_for
 from assay.store import RunStore, check_run_dir
 from assay.types import Dimension, Judgment, Sample, Usage
 
@@ -105,6 +106,10 @@ async def evaluate_async(
     on_update: Callable[[Progress, ManagedJudge], None] | None = None,
     on_status: Callable[[str], None] | None = None,
     batch: bool | BatchOptions = False,
+    executor: str = "local",
+    workers: int | None = None,
+    worker_cpus: float | None = None,
+    worker_gpus: float | None = None,
 ) -> RunResult:
     """Judge a dataset's samples with a method and a judge; resume if ``run_dir`` holds this run.
 
@@ -134,7 +139,19 @@ async def evaluate_async(
         batch: Send the run's calls through the provider's batch API (an ``openai:`` judge only): all units
             at once, their requests gathered per stage into batches, resumable (docs/judges.md, "Batch
             mode"). True for the defaults, or :class:`~assay.judges.batch.BatchOptions`.
+        executor: Where the units run: ``local`` (this process, asyncio), ``ray`` (a local Ray instance),
+            ``ray:auto`` (the cluster this machine belongs to) or ``ray:ray://HOST:PORT``; see docs/scale.md.
+            Ray needs the ``ray`` extra. The method is prepared here and the store written here either way.
+        workers / worker_cpus / worker_gpus: Ray only: judge actors (default: as many as the cluster fits)
+            and the CPUs (default 1) and GPUs (default 0) each reserves (an embedded judge: match ``n_threads``).
     """
+    # before the judge is loaded: a missing extra or a bad setting costs nothing
+    ray_settings = ray_settings_for(parse_executor(executor), workers, worker_cpus, worker_gpus)
+    if ray_settings is not None and batch:
+        raise ConfigError("--batch and --executor ray do not go together: a batch is submitted by one process "
+                          "(run --batch with the local executor; the provider does the scaling)")
+    if ray_settings is not None:
+        import_ray()
     dataset, dim_names = _as_dataset(data, dimensions)
     dataset = dataset.select(limit=limit, docs=docs)
     meth = make_method(method, options) if isinstance(method, str) else method
@@ -206,16 +223,22 @@ async def evaluate_async(
         if on_start:
             on_start(len(units), len(dataset.samples) * len(dims) - len(units))
         try:
-            _, progress = await execute(
-                meth, units, ctx, store,
-                concurrency=len(units) if batcher is not None else default_unit_concurrency(managed),
-                on_update=(lambda p: on_update(p, managed)) if on_update else None,
-                unit_scope=batcher.unit if batcher is not None else None)
+            update = (lambda p: on_update(p, managed)) if on_update else None
+            if ray_settings is not None:
+                _, progress = await execute_ray(meth, units, ctx, store, ray_settings, judge=judge,
+                                                judge_options=judge_options, concurrency=concurrency, retry=retry,
+                                                prices=prices, on_update=update)
+            else:
+                _, progress = await execute(
+                    meth, units, ctx, store,
+                    concurrency=len(units) if batcher is not None else default_unit_concurrency(managed),
+                    on_update=update, unit_scope=batcher.unit if batcher is not None else None)
         finally:  # usage is kept even when the run is interrupted
             sessions = store.get_meta("usage_sessions") or []
             sessions.append({k: v.model_dump() for k, v in managed.ledger.by_stage.items()}
                             | {"_retries": managed.ledger.retries, "_failures": managed.ledger.failures,
-                               "_prices": prices.model_dump() if prices is not None else None}
+                               "_prices": prices.model_dump() if prices is not None else None,
+                               "_executor": executor}
                             | ({"_batch": batch_record(batcher)} if batcher is not None else {}))
             store.set_meta("usage_sessions", sessions)
         manifest = store.manifest() or manifest

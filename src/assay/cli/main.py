@@ -82,6 +82,14 @@ def run(
     batch_retry: Annotated[str, typer.Option(
         "--batch-retry", help="Retry requests that failed in a batch: 'batch' (a later batch) or 'live'")] = "batch",
     batch_poll: Annotated[float, typer.Option(help="Seconds between polls of a batch's status")] = 30.0,
+    executor: Annotated[str, typer.Option(
+        help="Where units run: local, ray (a local Ray instance), ray:auto or ray:ray://HOST:PORT (the ray extra)")]
+    = "local",
+    workers: Annotated[int | None, typer.Option(help="Ray: judge actors (default: as many as the cluster fits)")]
+    = None,
+    worker_cpus: Annotated[float | None, typer.Option(
+        help="Ray: CPUs per worker (default 1; embedded judge: its n_threads)")] = None,
+    worker_gpus: Annotated[float | None, typer.Option(help="Ray: GPUs per worker (default 0)")] = None,
 ) -> None:
     """Judge a dataset with a method; re-run the same command to resume.
 
@@ -121,7 +129,8 @@ def run(
                           options=options, judge_options=judge_options(judge_opt), limit=limit, docs=docs,
                           concurrency=concurrency, retry=RetryPolicy(timeout_s=timeout, max_attempts=retries),
                           prices=price_table, on_start=on_start, on_update=on_update, on_status=on_status,
-                          batch=batch_options)
+                          batch=batch_options,
+                          executor=executor, workers=workers, worker_cpus=worker_cpus, worker_gpus=worker_gpus)
     _print_run(result, priced=price_table is not None)
     if not result.complete:
         raise typer.Exit(EXIT_INCOMPLETE)

@@ -183,6 +183,9 @@ class Judge(abc.ABC):
     paid: bool = True
     #: Whether it sets each response's ``cost_usd`` itself (a batch judge: batch prices, live retries in full).
     prices_own_calls: bool = False
+    #: Whether each instance holds its own model (embedded): N instances are N times the capacity, so a bound on
+    #: calls in flight applies per instance (the ray executor divides a shared endpoint's bound among its workers).
+    owns_model: bool = False
 
     @classmethod
     def from_spec(cls, model: str, url: str | None = None, **options: Any) -> Judge:

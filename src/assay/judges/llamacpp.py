@@ -184,6 +184,7 @@ class LlamaCppJudge(Judge):
 
     supports_logprobs = True
     default_concurrency = 1
+    owns_model = True
 
     def __init__(self, model: str = "smollm2", *, n_threads: int | None = None, n_ctx: int = 4096,
                  seed: int = 0, logits_all: bool = False, wait_policy: str = "auto") -> None:

@@ -1,0 +1,573 @@
+"""The Ray executor: the run's units judged by Ray actors, the driver alone writing the run store.
+
+Design (docs/scale.md has the operator's view):
+
+- The method is prepared once on the driver (``prepare()`` builds its artifacts); the prepared method, the dataset
+  and a judge *source* (a spec string with its options, or a picklable Judge object) are shipped to each actor with
+  cloudpickle. Each actor builds its own judge once (an embedded GGUF model loaded once per actor with its thread
+  count, or one HTTP client per actor) inside its own :class:`~assay.judges.middleware.ManagedJudge`.
+- Units are handed out in prefix-friendly groups: every unit of one source document goes to one actor
+  (:func:`unit_groups`), in the order :func:`assay.executor.order_units` chose.
+- Actors never write the store. Each group is a streaming call: the actor yields, as they happen, every answered
+  call (key, request, response: the driver writes it to the call cache at once, so a killed driver never pays a
+  completed call again), every call's usage (the driver's run ledger, per stage), notes, and each unit's judgment
+  (with its ``attributed()`` usage). The driver writes them in the order received.
+- Actors read the cache through one :class:`CacheReader` actor pinned to the driver's node, which opens the run
+  store read-only (SQLite in WAL mode: it sees each call the driver commits). A worker asks it once per call key.
+- A concurrency bound on an HTTP judge is cluster-wide: it is divided among the actors (:func:`split_concurrency`),
+  so N actors never multiply the load a provider sees. An embedded judge's bound is per model instance.
+- A dead actor (killed, out of memory, node lost) is replaced by the driver, up to :data:`MAX_REPLACEMENTS` times per
+  worker; the units it had not returned are re-queued and a note records it. Units whose judgment the driver
+  already stored are never re-queued; calls it already stored are answered from the cache.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import os
+import uuid
+from collections import OrderedDict
+from collections.abc import AsyncIterator, Callable
+from contextvars import ContextVar
+from dataclasses import dataclass, replace
+from typing import Any
+
+from assay.errors import ConfigError, FatalJudgeError, JudgeError
+from assay.executor import Progress, Unit, default_unit_concurrency, failed_judgment
+from assay.judges import Judge, ManagedJudge, PriceTable, RetryPolicy, load_judge
+from assay.judges.ask import attributed
+from assay.judges.base import JudgeIdentity, Request, Response
+from assay.judges.middleware import Ledger, call_key
+from assay.methods.base import Method, RunContext
+from assay.store import RunStore
+from assay.types import Judgment, Usage
+
+#: What ``--executor ray`` says when Ray is not installed.
+INSTALL_HINT = ('the ray executor needs Ray, an optional extra: pip install -e ".[ray]" '
+                '(from a checkout) or pip install "assay[ray]"')
+#: Times the driver replaces one worker's dead actor before it gives that worker up.
+MAX_REPLACEMENTS = 3
+#: Unit groups in flight per actor, so that an actor never idles while the driver hands it the next group.
+GROUPS_PER_WORKER = 2
+#: Cache answers an actor keeps in memory (most recent first); older keys are asked of the reader again.
+LOCAL_CACHE_SIZE = 4096
+
+
+# -- settings (pure) ----------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ExecutorSpec:
+    """Where the units run: ``local`` (the asyncio executor) or ``ray`` with an optional cluster address.
+
+    Attributes:
+        kind: ``local`` or ``ray``.
+        address: For ``ray``: None (start a local Ray instance), ``auto`` (join the cluster this machine belongs
+            to) or ``ray://HOST:PORT`` (Ray client).
+    """
+
+    kind: str
+    address: str | None = None
+
+    def label(self) -> str:
+        return self.kind if self.address is None else f"{self.kind}:{self.address}"
+
+
+def parse_executor(spec: str) -> ExecutorSpec:
+    """Read ``local``, ``ray``, ``ray:auto`` or ``ray:ray://host:10001``.
+
+    Raises:
+        ConfigError: Any other spelling, with the accepted forms.
+    """
+    kind, sep, address = spec.strip().partition(":")
+    if kind == "local" and not sep:
+        return ExecutorSpec("local")
+    if kind == "ray" and (not sep or address):
+        return ExecutorSpec("ray", address or None)
+    raise ConfigError(f"unknown executor {spec!r}: give local, ray, ray:auto or ray:ray://HOST:PORT")
+
+
+@dataclass(frozen=True)
+class RaySettings:
+    """How a run uses a Ray cluster.
+
+    Attributes:
+        address: See :attr:`ExecutorSpec.address`.
+        workers: Judge actors (each with its own judge instance); None: as many as the cluster's CPUs (and GPUs)
+            fit, and for a shared endpoint no more than its bound on calls in flight (:func:`resolve_workers`).
+        cpus: CPUs each actor reserves (an embedded judge: match its ``n_threads``).
+        gpus: GPUs each actor reserves (fractions share a GPU).
+    """
+
+    address: str | None = None
+    workers: int | None = None
+    cpus: float = 1.0
+    gpus: float = 0.0
+
+    def __post_init__(self) -> None:
+        if self.workers is not None and self.workers < 1:
+            raise ConfigError(f"--workers must be at least 1, not {self.workers}")
+        if self.cpus < 0 or self.gpus < 0:
+            raise ConfigError("--worker-cpus and --worker-gpus cannot be negative")
+
+
+def ray_settings_for(spec: ExecutorSpec, workers: int | None, cpus: float | None,
+                     gpus: float | None) -> RaySettings | None:
+    """The Ray settings of a run, or None for the local executor, which refuses Ray's options rather than
+    ignoring them.
+
+    Raises:
+        ConfigError: ``--workers``, ``--worker-cpus`` or ``--worker-gpus`` given with the local executor.
+    """
+    if spec.kind == "ray":
+        return RaySettings(spec.address, workers, 1.0 if cpus is None else cpus, 0.0 if gpus is None else gpus)
+    given = [flag for flag, value in (("--workers", workers), ("--worker-cpus", cpus), ("--worker-gpus", gpus))
+             if value is not None]
+    if given:
+        raise ConfigError(f"{', '.join(given)} set the ray executor's workers: add --executor ray (or ray:auto, "
+                          "ray:ray://HOST:PORT), or leave them out for the local executor")
+    return None
+
+
+def unit_groups(units: list[Unit]) -> list[list[Unit]]:
+    """The units cut into runs of one source document each (the order kept), so that one actor judges all
+    prompts sharing that document's prefix."""
+    groups: list[list[Unit]] = []
+    for unit in units:
+        if groups and groups[-1][-1][0].doc_id == unit[0].doc_id:
+            groups[-1].append(unit)
+        else:
+            groups.append([unit])
+    return groups
+
+
+def split_concurrency(total: int, workers: int, *, per_instance: bool) -> list[int]:
+    """Each actor's calls in flight.
+
+    Args:
+        total: The run's bound (``--concurrency``, or the backend's default).
+        workers: Actors.
+        per_instance: The judge holds its own model (embedded): the bound applies to each instance as it would
+            locally. Otherwise the actors share one endpoint and the bound is divided among them.
+
+    Raises:
+        ConfigError: A shared bound smaller than the number of actors (each needs one call slot).
+    """
+    if per_instance:
+        return [total] * workers
+    if total < workers:
+        raise ConfigError(f"--concurrency {total} is below --workers {workers}: the bound on calls in flight is "
+                          "shared by all workers (a provider sees at most that many at once), and each worker "
+                          "needs one; raise --concurrency or lower --workers")
+    return [total // workers + (i < total % workers) for i in range(workers)]
+
+
+def resolve_workers(settings: RaySettings, cluster: dict[str, float], bound: int, *, per_instance: bool) -> int:
+    """The number of actors: the one asked for, else what the cluster fits (capped by a shared endpoint's bound)."""
+    if settings.workers is not None:
+        return settings.workers
+    fits = [cluster.get(key, 0.0) // want for key, want in (("CPU", settings.cpus), ("GPU", settings.gpus)) if want]
+    n = max(1, int(min(fits))) if fits else 1
+    return n if per_instance else max(1, min(n, bound))
+
+
+def check_fits(cluster: dict[str, float], settings: RaySettings) -> None:
+    """Refuse worker resources the whole cluster cannot give one actor (it would wait forever to start).
+
+    Args:
+        cluster: ``ray.cluster_resources()``.
+    """
+    for key, flag, want in (("CPU", "--worker-cpus", settings.cpus), ("GPU", "--worker-gpus", settings.gpus)):
+        if want > cluster.get(key, 0.0):
+            raise ConfigError(f"{flag} {want:g}: the Ray cluster has {cluster.get(key, 0.0):g} {key}(s) in all, "
+                              "so no worker could start")
+
+
+def import_ray() -> Any:
+    """The ``ray`` module, or a ConfigError saying how to install it."""
+    try:
+        import ray
+    except ImportError as exc:
+        raise ConfigError(INSTALL_HINT) from exc
+    return ray
+
+
+def judge_source(judge: str | Judge, options: dict[str, Any] | None) -> Callable[[], Judge]:
+    """What an actor calls to build its own judge: the spec loaded there, or a copy of a picklable Judge object.
+
+    Raises:
+        ConfigError: A Judge object that cannot be pickled (an embedded model, an open client): pass its spec.
+    """
+    if isinstance(judge, str):
+        return functools.partial(load_judge, judge, **(options or {}))
+    from ray import cloudpickle  # Ray's own copy: what it pickles actor arguments with
+
+    try:
+        blob = cloudpickle.dumps(judge)
+    except Exception as exc:
+        raise ConfigError(f"the ray executor ships the judge to its workers, and {judge.identity.label} cannot be "
+                          f"pickled ({type(exc).__name__}: {exc}); pass the judge as a spec string "
+                          "(e.g. 'llamacpp:smollm2') so that each worker builds its own") from None
+    return functools.partial(cloudpickle.loads, blob)
+
+
+# -- the worker side ----------------------------------------------------------------------------------------------
+
+#: Where the calls, usage and notes of the unit group being judged are sent (set per group, inherited by tasks).
+_sink: ContextVar[Callable[[tuple[Any, ...]], None] | None] = ContextVar("assay_ray_sink", default=None)
+
+
+def _emit(event: tuple[Any, ...]) -> None:
+    send = _sink.get()
+    if send is not None:
+        send(event)
+
+
+class StreamingLedger(Ledger):
+    """A worker's ledger: each call's usage also goes to the driver's run ledger (as a ``usage`` event)."""
+
+    def record(self, stage: str, usage: Usage) -> None:
+        super().record(stage, usage)
+        _emit(("usage", stage, usage))
+
+
+class RelayCache:
+    """A worker's call cache: answers it already has, else the reader's; new answers go to the driver.
+
+    It writes nothing itself: :meth:`put_call` sends the call to the driver, which writes the run store.
+    """
+
+    def __init__(self) -> None:
+        self.known: OrderedDict[str, Response | None] = OrderedDict()
+
+    def remember(self, key: str, response: Response | None) -> None:
+        self.known[key] = response
+        self.known.move_to_end(key)
+        while len(self.known) > LOCAL_CACHE_SIZE:
+            self.known.popitem(last=False)
+
+    def get_call(self, key: str) -> Response | None:
+        return self.known.get(key)
+
+    def put_call(self, key: str, identity: JudgeIdentity, request: Request, response: Response) -> None:
+        self.remember(key, response)
+        _emit(("call", key, request, response))
+
+
+class WorkerJudge(ManagedJudge):
+    """The managed judge of one actor: before a call, the reader is asked once whether the run already has it."""
+
+    def __init__(self, judge: Judge, reader: Any, cache: RelayCache, **kwargs: Any) -> None:
+        super().__init__(judge, cache=cache, **kwargs)
+        self._reader = reader
+        self._relay = cache
+
+    async def generate(self, request: Request, *, stage: str = "score") -> Response:
+        key = call_key(self.identity, request)
+        if key not in self._relay.known and key not in self._in_flight:
+            self._relay.remember(key, await self._reader.get.remote(key))
+        return await super().generate(request, stage=stage)
+
+
+class JudgeWorker:
+    """One actor: its own judge (built once), the prepared method, and the group it is judging.
+
+    Args:
+        build_judge: Builds this actor's judge (see :func:`judge_source`).
+        method: The method, prepared on the driver.
+        ctx_parts: The run context's dataset and dimensions.
+        reader: The :class:`CacheReader` actor.
+        concurrency: This actor's calls in flight.
+        retry / prices: As in the local run.
+    """
+
+    def __init__(self, build_judge: Callable[[], Judge], method: Method, ctx_parts: dict[str, Any], reader: Any,
+                 concurrency: int, retry: RetryPolicy | None, prices: PriceTable | None) -> None:
+        self.judge = WorkerJudge(build_judge(), reader, RelayCache(), concurrency=concurrency, retry=retry,
+                                 prices=prices, ledger=StreamingLedger())
+        self.method = method
+        self.ctx = RunContext(judge=self.judge, note=lambda kind, message: _emit(("note", kind, message)),
+                              artifacts=self._artifact, **ctx_parts)
+        self._slots: asyncio.Semaphore | None = None
+        self._reported = (0, 0)
+
+    @staticmethod
+    def _artifact(name: str, text: str) -> str:
+        from assay.hashing import content_hash
+
+        _emit(("artifact", name, text))
+        return content_hash(text)
+
+    def ready(self) -> int:
+        """The actor's process id, once its judge is built (the driver waits for it before handing out work)."""
+        return os.getpid()
+
+    async def run_group(self, units: list[Unit]) -> AsyncIterator[tuple[Any, ...]]:
+        """Judge a group's units (concurrently, bounded), yielding events as they happen, each unit's judgment last.
+
+        Events: ``("call", key, request, response)``, ``("usage", stage, usage)``, ``("note", kind, message)``,
+        ``("artifact", name, text)``, ``("judgment", judgment)``, ``("fatal", message)``, ``("error", exception)``
+        (anything else a unit raised), and at the end
+        ``("counts", retries, failures)`` (this actor's new retries and failures since the last report).
+        """
+        if self._slots is None:
+            self._slots = asyncio.Semaphore(default_unit_concurrency(self.judge))
+        events: asyncio.Queue[tuple[Any, ...]] = asyncio.Queue()
+        token = _sink.set(events.put_nowait)
+        try:
+            tasks = [asyncio.ensure_future(self._unit(sample, dim)) for sample, dim in units]
+        finally:
+            _sink.reset(token)
+        try:
+            left = len(tasks)
+            while left:
+                event = await events.get()
+                left -= event[0] in ("judgment", "fatal", "error")
+                yield event
+                if event[0] in ("fatal", "error"):
+                    return
+        finally:
+            for task in tasks:
+                task.cancel()
+        retries, failures = self.judge.ledger.retries, self.judge.ledger.failures
+        yield ("counts", retries - self._reported[0], failures - self._reported[1])
+        self._reported = (retries, failures)
+
+    async def _unit(self, sample: Any, dim: Any) -> None:
+        assert self._slots is not None
+        async with self._slots:
+            try:
+                with attributed():
+                    j = await self.method.score(sample, dim, self.ctx)
+            except FatalJudgeError as exc:
+                _emit(("fatal", f"{type(exc).__name__}: {exc}"))
+                return
+            except JudgeError as exc:
+                j = failed_judgment(self.method, sample, dim, self.judge.identity.label, exc)
+            except Exception as exc:  # a bug or a lost reader: stop the run with it, as the local executor does
+                _emit(("error", exc))
+                return
+            _emit(("judgment", j))
+
+
+class CacheReader:
+    """The run's call cache, read-only, for the workers: one actor on the driver's node, next to the store."""
+
+    def __init__(self, run_dir: str) -> None:
+        self.store = RunStore(run_dir, readonly=True)
+
+    def get(self, key: str) -> Response | None:
+        return self.store.get_call(key)
+
+
+# -- the driver side ----------------------------------------------------------------------------------------------
+
+
+@dataclass
+class _Worker:
+    """One worker slot: its current actor and how many times it was replaced."""
+
+    index: int
+    actor: Any
+    generation: int = 0
+    ready: bool = False
+
+
+class RayRun:
+    """The driver of one run on Ray: starts the actors, hands out unit groups, writes what comes back."""
+
+    def __init__(self, ray: Any, method: Method, ctx: RunContext, store: RunStore, settings: RaySettings,
+                 make_actor: Callable[[int], Any], on_update: Callable[[Progress], None] | None) -> None:
+        self.ray, self.method, self.ctx, self.store = ray, method, ctx, store
+        self.settings, self.make_actor, self.on_update = settings, make_actor, on_update
+        self.queue: asyncio.Queue[list[Unit]] = asyncio.Queue()
+        self.results: list[Judgment] = []
+        self.stored: set[tuple[str, str]] = set()
+        self.progress = Progress(total=0)
+        self.left = 0
+        self.active = 0
+        self.finished = asyncio.Event()
+
+    async def run(self, units: list[Unit]) -> tuple[list[Judgment], Progress]:
+        self.progress.total = self.left = len(units)
+        for group in unit_groups(units):
+            self.queue.put_nowait(group)
+        if not units:
+            return self.results, self.progress
+        workers = [_Worker(i, self.make_actor(i)) for i in range(self.settings.workers or 1)]
+        # round-robin: with few (large) groups, each worker gets one before any gets a second
+        loops = [asyncio.ensure_future(self._feed(w)) for _ in range(GROUPS_PER_WORKER) for w in workers]
+        done_waiter = asyncio.ensure_future(self.finished.wait())
+        try:
+            pending = {done_waiter, *loops}
+            while not self.finished.is_set():
+                done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+                for task in done - {done_waiter}:
+                    task.result()  # a fatal judge error or a bug stops the run here
+                if not (pending - {done_waiter}) and not self.finished.is_set():
+                    raise JudgeError(f"every ray worker died ({MAX_REPLACEMENTS} replacements each); "
+                                     f"{self.left} unit(s) left undone: re-run the same command to resume")
+        finally:
+            for task in [*loops, done_waiter]:
+                task.cancel()
+            await asyncio.gather(*loops, done_waiter, return_exceptions=True)
+            for w in workers:
+                with contextlib.suppress(Exception):
+                    self.ray.kill(w.actor)
+        return self.results, self.progress
+
+    async def _feed(self, worker: _Worker) -> None:
+        """Hand one worker's actor group after group; on its death, re-queue what it left and replace it."""
+        while True:
+            group = await self.queue.get()
+            actor = worker.actor  # the actor this group goes to (a feeder beside this one may replace it)
+            self.active += 1
+            try:
+                if not worker.ready:
+                    await actor.ready.remote()
+                    worker.ready = worker.actor is actor
+                await self._judge_group(actor, group)
+            except self.ray.exceptions.RayActorError as exc:
+                left = [u for u in group if (u[0].id, u[1].name) not in self.stored]
+                if left:
+                    self.queue.put_nowait(left)
+                self.ctx.note("executor", f"ray worker {worker.index} died ({_reason(exc)}); the units it had not "
+                                          "returned were re-queued (its answered calls came from the cache)")
+                if worker.actor is actor:  # the first of this actor's feeders to see it dead replaces it
+                    if worker.generation >= MAX_REPLACEMENTS:
+                        return
+                    worker.generation += 1
+                    worker.actor, worker.ready = self.make_actor(worker.index), False
+            finally:
+                self.active -= 1
+                if not self.left and not self.active:  # every unit stored, every group's last events read
+                    self.finished.set()
+
+    async def _judge_group(self, actor: Any, group: list[Unit]) -> None:
+        async for ref in actor.run_group.options(num_returns="streaming").remote(group):
+            self._handle(await ref)
+
+    def _handle(self, event: tuple[Any, ...]) -> None:
+        """Write one event into the run: the driver is the only writer of the store."""
+        kind = event[0]
+        if kind == "call":
+            _, key, request, response = event
+            self.store.put_call(key, self.ctx.judge.identity, request, response)
+        elif kind == "usage":
+            self.ctx.judge.ledger.record(event[1], event[2])
+        elif kind == "counts":
+            self.ctx.judge.ledger.retries += event[1]
+            self.ctx.judge.ledger.failures += event[2]
+        elif kind == "note":
+            self.ctx.note(event[1], event[2])
+        elif kind == "artifact":
+            self.ctx.artifacts(event[1], event[2])
+        elif kind == "fatal":
+            raise FatalJudgeError(event[1])
+        elif kind == "error":
+            raise event[1]
+        elif kind == "judgment":
+            self._store_judgment(event[1])
+
+    def _store_judgment(self, j: Judgment) -> None:
+        unit = (j.sample_id, j.dimension)
+        if unit in self.stored:  # a re-queued unit whose first judgment arrived after all: keep the first
+            return
+        self.store.add_judgment(j)
+        self.stored.add(unit)
+        self.results.append(j)
+        if j.status == "failed":
+            self.progress.failed += 1
+            if len(self.progress.errors) < 5:
+                self.progress.errors.append(f"{j.sample_id} / {j.dimension}: {j.error}")
+        else:
+            self.progress.done += 1
+            self.progress.unscored += j.score is None
+        self.left -= 1
+        if self.on_update:
+            self.on_update(self.progress)
+
+
+def _reason(exc: Exception) -> str:
+    """The first line of a Ray error, for a note."""
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+
+
+def connect(ray: Any, address: str | None) -> bool:
+    """Join the cluster at ``address`` or start a local Ray instance, unless Ray is already initialised.
+
+    Returns:
+        Whether this call initialised Ray (then the run shuts it down at the end).
+    """
+    if ray.is_initialized():
+        return False
+    if address is None:  # "local": a new instance, never a cluster some other process started on this machine
+        ray.init(address="local", include_dashboard=False, log_to_driver=False)
+    else:
+        ray.init(address=address, log_to_driver=False)
+    return True
+
+
+async def execute_ray(method: Method, units: list[Unit], ctx: RunContext, store: RunStore, settings: RaySettings, *,
+                      judge: str | Judge, judge_options: dict[str, Any] | None, concurrency: int | None,
+                      retry: RetryPolicy | None, prices: PriceTable | None,
+                      on_update: Callable[[Progress], None] | None = None) -> tuple[list[Judgment], Progress]:
+    """Run the units on Ray (see the module docstring), storing each judgment once, like :func:`assay.executor.execute`.
+
+    Args:
+        judge: The run's judge as given to :func:`assay.evaluate` (a spec string is loaded by each actor).
+        concurrency: The run's bound on calls in flight (None: the backend's default).
+    """
+    ray = import_ray()
+    bare = ctx.judge.inner
+    bound = concurrency or bare.default_concurrency
+    build = judge_source(judge, judge_options)
+    started = connect(ray, settings.address)
+    try:
+        cluster = ray.cluster_resources()
+        check_fits(cluster, settings)
+        settings = replace(settings, workers=resolve_workers(settings, cluster, bound, per_instance=bare.owns_model))
+        per_actor = split_concurrency(bound, settings.workers, per_instance=bare.owns_model)
+        here = ray.get_runtime_context().get_node_id()
+        pin = ray.util.scheduling_strategies.NodeAffinitySchedulingStrategy(node_id=here, soft=False)
+        reader = ray.remote(CacheReader).options(num_cpus=0, scheduling_strategy=pin).remote(str(store.run_dir))
+        try:
+            make_actor = await _actor_factory(ray, reader, build, method, ctx, settings, per_actor, retry, prices)
+            return await RayRun(ray, method, ctx, store, settings, make_actor, on_update).run(units)
+        finally:
+            ray.kill(reader)
+    finally:
+        if started:
+            ray.shutdown()
+
+
+async def _actor_factory(ray: Any, reader: Any, build: Callable[[], Judge], method: Method, ctx: RunContext,
+                         settings: RaySettings, per_actor: list[int], retry: RetryPolicy | None,
+                         prices: PriceTable | None) -> Callable[[int], Any]:
+    """What starts worker ``i``'s actor, once the reader has opened the store and the shared objects are put.
+
+    Raises:
+        ConfigError: The reader cannot open the store (the driver is not on a cluster node), or the method or
+            the dataset cannot be pickled.
+    """
+    try:
+        await reader.get.remote("")
+    except ray.exceptions.RayError as exc:
+        raise ConfigError(f"the ray executor's cache reader cannot open the run store on the driver's node "
+                          f"({_reason(exc)}); run the driver on a cluster node (ray:auto)") from None
+    # put once, resolved by each actor: what must pickle is the judge source, the prepared method, the dataset
+    try:
+        shared = [ray.put(build), ray.put(method), ray.put({"dataset": ctx.dataset, "dimensions": ctx.dimensions})]
+    except Exception as exc:  # what Ray's pickler raises varies (TypeError, PicklingError, ...)
+        raise ConfigError(f"the ray executor ships the prepared method {method.name!r} and the dataset to its "
+                          f"workers, and they cannot be pickled ({type(exc).__name__}: {exc})") from exc
+    remote_worker = ray.remote(JudgeWorker)
+
+    def make_actor(i: int) -> Any:
+        return remote_worker.options(num_cpus=settings.cpus, num_gpus=settings.gpus, max_restarts=0,
+                                     name=f"assay-worker-{i}-{uuid.uuid4().hex[:8]}").remote(
+            *shared, reader, per_actor[i], retry, prices)
+
+    return make_actor
