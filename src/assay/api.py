@@ -15,6 +15,7 @@ from typing import Any, ParamSpec, TypeVar
 from assay._version import __version__
 from assay.datasets import Dataset, load_dataset
 from assay.errors import ConfigError, did_you_mean
+from assay.estimate import Estimate, estimate_run
 from assay.executor import Progress, default_unit_concurrency, execute, order_units
 from assay.hashing import content_hash
 from assay.judges import DEFAULT_JUDGE, Judge, ManagedJudge, PriceTable, RetryPolicy, load_judge
@@ -94,7 +95,8 @@ async def evaluate_async(
     on_start: Callable[[int, int], None] | None = None,
     on_update: Callable[[Progress, ManagedJudge], None] | None = None,
     on_status: Callable[[str], None] | None = None,
-) -> RunResult:
+    estimate: bool = False,
+) -> RunResult | Estimate:
     """Judge a dataset's samples with a method and a judge; resume if ``run_dir`` holds this run.
 
     :func:`evaluate` is this coroutine run to completion (``asyncio.run``); await this form from a running loop.
@@ -120,11 +122,17 @@ async def evaluate_async(
         on_status: Called with a line saying what the run is doing before judging starts (loading the
             judge, probing it, building artifacts such as G-Eval's steps, with the judge calls so far), so
             that a long preparation never looks like a hang.
+        estimate: Call no judge: return the :class:`~assay.estimate.Estimate` of the run instead (calls and
+            prompt / completion tokens per stage, its cost with ``prices``), counted by running the method
+            against a stand-in judge. ``run_dir`` is only read (a resumed run's done units and cached calls).
     """
     dataset, dim_names = _as_dataset(data, dimensions)
     dataset = dataset.select(limit=limit, docs=docs)
     meth = make_method(method, options) if isinstance(method, str) else method
     dims = _dimensions(meth, dataset, dim_names)
+    if estimate:
+        return await estimate_run(meth, dataset, dims, judge, judge_options=judge_options, run_dir=run_dir,
+                                  prices=prices)
     if run_dir is not None:
         check_run_dir(run_dir)
     run_path = Path(run_dir) if run_dir is not None else Path(tempfile.mkdtemp(prefix="assay-run-"))

@@ -77,6 +77,8 @@ def run(
     prices: Annotated[Path | None, typer.Option(
         help="Price table (JSON or YAML): USD per million prompt/completion tokens by model")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar")] = False,
+    estimate: Annotated[bool, typer.Option(
+        "--estimate", help="Call no judge: print the calls, tokens (and cost with --prices) per stage")] = False,
 ) -> None:
     """Judge a dataset with a method; re-run the same command to resume.
 
@@ -91,6 +93,11 @@ def run(
     options = flags_to_options(list(ctx.args), get_method(method).Options, method)
     run_path = run_dir or Path("runs") / f"{Path(dataset).stem.split(':')[0]}-{method}"
     price_table = PriceTable.load(prices) if prices else None
+    if estimate:
+        _print_estimate(evaluate(dataset, method=method, judge=judge, dimensions=dimension, run_dir=run_path,
+                                 options=options, judge_options=judge_options(judge_opt), limit=limit, docs=docs,
+                                 prices=price_table, estimate=True))
+        return
     bar = _progress(quiet)
     task: list[Any] = []
     stage = bar.add_task("starting", total=None, stats="")  # every stage before judging shows here
@@ -118,6 +125,29 @@ def run(
     _print_run(result, priced=price_table is not None)
     if not result.complete:
         raise typer.Exit(EXIT_INCOMPLETE)
+
+
+def _print_estimate(est: Any) -> None:
+    """The estimate as a table, one row per stage, then how it was counted."""
+    table = Table(title=f"estimate: {est.method} on {est.dataset} with {est.judge}, {est.units} units"
+                        + (f" ({est.units_done} already done)" if est.units_done else ""))
+    columns = ["stage", "calls", "cached", "prompt", "compl", "max", "exact"]
+    for col in columns + (["USD"] if est.priced else []):
+        table.add_column(col, justify="left" if col == "stage" else "right", no_wrap=True)
+    for row in [*est.stages, est.total()]:
+        table.add_row(escape(row.stage), str(row.calls), str(row.cached_calls), str(row.prompt_tokens),
+                      str(row.completion_tokens), str(row.completion_tokens_max),
+                      "yes" if row.exact else f"{row.exact_calls}/{row.calls}",
+                      *([f"{row.cost_usd:.4f}"] if est.priced else []))
+    out.print(table)
+    for row in est.stages:
+        out.print(f"{escape(row.stage)}: {escape(row.why)}")
+    out.print(f"tokenizer: {escape(est.tokenizer)}")
+    out.print(f"completion tokens: {escape(est.completion_basis)}; re-asks: {est.reask_rate:g} per call (stated)")
+    for line in est.assumptions:
+        out.print(f"assumed: {escape(line)}")
+    for kind, message in est.notes:
+        out.print(f"[yellow]note ({escape(kind)}):[/] {escape(message)}")
 
 
 def _progress(quiet: bool) -> Progress:
