@@ -18,7 +18,7 @@ from assay.errors import ConfigError, did_you_mean
 from assay.estimate import Estimate, estimate_run
 from assay.executor import Progress, default_unit_concurrency, execute, order_units
 from assay.hashing import content_hash
-from assay.judges import DEFAULT_JUDGE, Judge, ManagedJudge, PriceTable, RetryPolicy, load_judge
+from assay.judges import DEFAULT_JUDGE, Judge, JudgeIdentity, ManagedJudge, PriceTable, RetryPolicy, load_judge
 from assay.methods import Method, RunContext, make_method
 from assay.store import RunStore, check_run_dir
 from assay.types import Dimension, Judgment, Sample, Usage
@@ -132,7 +132,7 @@ async def evaluate_async(
     dims = _dimensions(meth, dataset, dim_names)
     if estimate:
         return await estimate_run(meth, dataset, dims, judge, judge_options=judge_options, run_dir=run_dir,
-                                  prices=prices)
+                                  prices=prices, fingerprint=lambda who: _fingerprint(meth, who, dataset, dims))
     if run_dir is not None:
         check_run_dir(run_dir)
     run_path = Path(run_dir) if run_dir is not None else Path(tempfile.mkdtemp(prefix="assay-run-"))
@@ -152,7 +152,7 @@ async def evaluate_async(
     managed = ManagedJudge(bare, cache=store, concurrency=concurrency, retry=retry, prices=prices)
     try:
         # before any judge call: another run's settings must cost nothing and write nothing here
-        store.check(_fingerprint(meth, bare, dataset, dims), before_prepare=True)
+        store.check(_fingerprint(meth, bare.identity, dataset, dims), before_prepare=True)
         status(f"checking what {bare.identity.label} supports")
         logprobs_reason = await _detect_capabilities(bare, store, retry)
         notes: list[tuple[str, str]] = []
@@ -174,7 +174,7 @@ async def evaluate_async(
                          status=status)
         prepared = await _preparing(meth.prepare(ctx), meth.name, managed, status)
         manifest = {
-            **_fingerprint(meth, bare, dataset, dims),  # now with the settings that preparation decided
+            **_fingerprint(meth, bare.identity, dataset, dims),  # now with the settings that preparation decided
             "artifacts": prepared,
             "judge_logprobs": bare.supports_logprobs,
             "judge_logprobs_reason": logprobs_reason,
@@ -267,12 +267,12 @@ async def _detect_capabilities(judge: Judge, store: RunStore, retry: RetryPolicy
     return getattr(judge, "logprobs_reason", None)
 
 
-def _fingerprint(meth: Method, judge: Judge, dataset: Dataset, dims: list[Dimension]) -> dict[str, Any]:
+def _fingerprint(meth: Method, judge: JudgeIdentity, dataset: Dataset, dims: list[Dimension]) -> dict[str, Any]:
     """The manifest fields a resumed run must match (``store.FINGERPRINT``), in one place for check and record."""
     return {
         "method": meth.name,
         "method_settings": meth.settings(),
-        "judge": judge.identity.model_dump(mode="json"),
+        "judge": judge.model_dump(mode="json"),
         "dataset": {"name": dataset.name, "sha256": dataset.sha256},
         "dimensions": [d.model_dump(mode="json") for d in dims],
     }

@@ -11,7 +11,7 @@ Nothing is written: a run directory is only read.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -283,7 +283,8 @@ async def judge_for_estimate(judge: str | Judge, options: dict[str, Any],
 async def estimate_run(meth: Method, dataset: Dataset, dims: list[Dimension], judge: str | Judge, *,
                        judge_options: dict[str, Any] | None = None, run_dir: str | Path | None = None,
                        prices: PriceTable | None = None, reask_rate: float = 0.0,
-                       batch: bool = False) -> Estimate:
+                       batch: bool = False,
+                       fingerprint: Callable[[JudgeIdentity], dict[str, Any]] | None = None) -> Estimate:
     """Count what a run of ``meth`` over ``dataset`` x ``dims`` with ``judge`` would send, without sending it.
 
     Args:
@@ -293,6 +294,8 @@ async def estimate_run(meth: Method, dataset: Dataset, dims: list[Dimension], ju
         reask_rate: Re-asks per paid call to add to each stage (the stand-ins' answers are all readable, so the
             method itself re-asks nothing).
         batch: Price at the batch discount (see :func:`call_cost`).
+        fingerprint: The run's fingerprint for a judge identity: a run directory holding another run is refused,
+            as the run itself would refuse it.
     """
     if not 0.0 <= reask_rate <= 10.0:
         raise ConfigError(f"the re-ask rate must be between 0 and 10 per call, not {reask_rate}")
@@ -302,6 +305,8 @@ async def estimate_run(meth: Method, dataset: Dataset, dims: list[Dimension], ju
         identity, logprobs, counter, assumptions = await judge_for_estimate(judge, judge_options or {}, manifest)
         if prices is not None:
             prices.check_covers(identity.model)
+        if store is not None and fingerprint is not None:
+            store.check(fingerprint(identity), before_prepare=True)
         counting = CountingJudge(identity, logprobs, counter, store)
         notes: list[tuple[str, str]] = []
         ctx = RunContext(dataset=dataset, dimensions=dims, judge=counting, note=lambda k, m: notes.append((k, m)),
