@@ -50,8 +50,8 @@ def test_a_decomposition_stand_in_lists_the_fenced_texts_sentences():
     prompt = ('Split it.\n\n<<<SUMMARY>>>\nThe cat sat. It was happy. Then it left.\n<<<END SUMMARY>>>\n\n'
               'Answer with JSON only, in this form: {"facts": ["<first fact>", "<second fact>"]}')
     assert json.loads(json_answer(prompt, None)) == {"facts": ["The cat sat.", "It was happy.", "Then it left."]}
-    support = 'Answer with JSON only:\n{"consistency": [["c2", "c5"], [], ["c1"]]}'
-    assert json.loads(json_answer(support, None)) == {"consistency": [[], [], []]}  # no source id invented
+    support = 'Answer with JSON only:\n- "supported": ...\nExample: {"supported": [["c2", "c5"], [], ["c1"]]}'
+    assert json.loads(json_answer(support, None)) == {"supported": [[], [], []]}  # no source id invented
 
 
 # -- no call, per-stage rows ---------------------------------------------------------------------------------------
@@ -59,10 +59,11 @@ def test_a_decomposition_stand_in_lists_the_fenced_texts_sentences():
 
 def test_estimate_against_an_unreachable_judge_makes_no_call(summeval):
     est = assay.evaluate(summeval, method="checkeval", judge=f"openai:gpt-4o-mini@{closed_port_url()}",
-                         dimensions=["coherence", "fluency"], docs=1, limit=2, estimate=True)
+                         dimensions=["coherence", "fluency"], docs=1, limit=2, options={"group_size": 2},
+                         estimate=True)
     assert isinstance(est, Estimate) and est.units == 4
     score = stage(est, "score")
-    assert score.calls >= 4 and score.prompt_tokens > 0 and score.completion_tokens > 0
+    assert score.calls >= 8 and score.prompt_tokens > 0 and score.completion_tokens > 0  # several groups per unit
     assert score.exact  # groups sent together are counted before any answer: none is built from a sibling's
     assert "chars/4" in est.tokenizer and not est.tokenizer_exact  # tiktoken has no offline encoding here
     assert any("log-probabilities assumed" in a for a in est.assumptions)
@@ -88,6 +89,30 @@ def test_later_stages_are_counted_from_the_methods_own_requests_and_marked_estim
     assert decompose.calls == 3  # each summary's facts, then the source's once (shared by both)
     assert decompose.exact_calls == 2  # the source's facts are asked only when a summary has enough facts
     assert verify.calls >= 2 and verify.exact_calls == 0 and "'decompose'" in verify.why
+
+
+async def test_a_prompt_listing_a_stand_ins_units_is_estimated_even_without_a_call_in_its_unit():
+    """A later dimension reads units decomposed in another unit (SEAL shares stage 1) without a call of its
+    own; its prompts list stand-in units, so they are estimated. The judged text alone is no such listing."""
+    from assay.estimate import CountingJudge, _scoped
+    from assay.judges import JudgeIdentity
+    from assay.prompts import fence
+    from assay.tokens import approximate
+
+    text = "The cat sat on the mat. It was happy there. Then it left the house."
+    judge = CountingJudge(JudgeIdentity(backend="openai", model="m"), True, approximate("test"), None)
+    split = Request.chat(f'Facts of:\n{fence(text, "summary")}\nAnswer with JSON only, in this form: '
+                         '{"facts": ["<first fact>", "<second fact>"]}', json_mode=True)
+    with _scoped((text,), None):
+        facts = json.loads((await judge.generate(split, stage="decompose")).text)["facts"]
+    assert facts == ["The cat sat on the mat.", "It was happy there.", "Then it left the house."]
+    with _scoped((text,), None):  # other dimensions' units: they have read no stand-in answer themselves
+        await judge.generate(Request.chat(f"Rate it:\n{fence(text, 'summary')}\nfrom 1 to 5"), stage="weights")
+    with _scoped((text,), None):
+        await judge.generate(Request.chat(f"{fence(text, 'summary')}\ns1: {facts[0]}\ns2: {facts[1]}"),
+                             stage="verify")
+    assert judge.rows["weights"].exact  # the text itself, not a listing of its stand-in units
+    assert judge.rows["verify"].exact_calls == 0 and "'decompose'" in judge.rows["verify"].why
 
 
 def test_an_estimate_writes_nothing_and_a_resumed_run_counts_its_cache(summeval, tmp_path):

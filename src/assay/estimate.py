@@ -18,7 +18,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from assay import standin
 from assay.datasets import Dataset
 from assay.errors import ConfigError
 from assay.executor import order_units
@@ -28,6 +27,8 @@ from assay.judges.ask import attributed
 from assay.judges.base import Choice
 from assay.judges.middleware import call_key
 from assay.methods import Method, RunContext
+from assay.standin import answer as standin_answer
+from assay.standin import fenced_text, listed
 from assay.store import DB_NAME, RunStore
 from assay.tokens import TokenCounter, approximate, gguf_counter, judge_counter, tiktoken_counter
 from assay.types import Dimension, Sample
@@ -144,7 +145,7 @@ class _Scope:
     """One unit's (or the preparation's) state: its sample's texts, and the stage of the first stand-in answer
     its code read (None while it has read none)."""
 
-    texts: str = ""
+    texts: tuple[str, ...] = ()
     after: str | None = None
 
 
@@ -152,7 +153,7 @@ _scope: ContextVar[_Scope | None] = ContextVar("assay_estimate_scope", default=N
 
 
 @contextmanager
-def _scoped(texts: str, after: str | None) -> Iterator[_Scope]:
+def _scoped(texts: tuple[str, ...], after: str | None) -> Iterator[_Scope]:
     scope = _Scope(texts, after)
     token = _scope.set(scope)
     try:
@@ -189,7 +190,7 @@ class CountingJudge(ManagedJudge):
         self.counter = counter
         self.rows: dict[str, StageEstimate] = {}
         self._answered: dict[str, Response] = {}
-        self._items: dict[str, str] = {}  # text a stand-in listed -> its stage
+        self._items: dict[str, dict[str, str]] = {}  # decomposed text -> {item a stand-in listed: its stage}
 
     async def generate(self, request: Request, *, stage: str = "score") -> Response:
         key = call_key(self.identity, request)
@@ -204,14 +205,14 @@ class CountingJudge(ManagedJudge):
             scope.after = scope.after or stage
             return self._answered[key]
         after = scope.after or self._depends(request, scope.texts)
-        text = standin.answer(request, stage)
+        text = standin_answer(request, stage)
         row.calls += 1
         row.exact_calls += after is None
         row.prompt_tokens += self.counter.prompt(request)
         row.completion_tokens += self.counter.text(text) * request.n
         row.completion_tokens_max += request.max_tokens * request.n
         row.why = _why(row.why, after)
-        self._items |= {item: stage for item in standin.listed(text) if len(item) >= 8}
+        self._remember(request, text, stage)
         for _ in range(_YIELDS):  # let requests sent together be counted before any of them is answered
             await asyncio.sleep(0)
         scope.after = scope.after or stage
@@ -220,15 +221,29 @@ class CountingJudge(ManagedJudge):
         self._answered[key] = response
         return response
 
-    def _depends(self, request: Request, texts: str) -> str | None:
+    def _remember(self, request: Request, answer: str, stage: str) -> None:
+        """Keep the items a stand-in listed for the text it decomposed (to recognise prompts that list them)."""
+        items = listed(answer)
+        source = fenced_text(request.messages[-1].content)
+        if items and source is not None:
+            self._items.setdefault(_norm(source), {}).update({item: stage for item in items})
+
+    def _depends(self, request: Request, texts: tuple[str, ...]) -> str | None:
         """Why a request depends on a stand-in's answer without its unit having read one, or None."""
         if any(m.role == "assistant" for m in request.messages):
             return "a follow-up turn"
         prompt = "\n".join(m.content for m in request.messages)
-        for item, stage in self._items.items():
-            if prompt.count(item) > texts.count(item):  # listed as a unit, not only inside the judged texts
-                return stage
+        for text in texts:  # the judged texts themselves hold the items too: only a listed item counts
+            prompt = prompt.replace(text.strip(), "")
+        for text in texts:
+            for item, stage in self._items.get(_norm(text), {}).items():
+                if item in prompt:
+                    return stage
         return None
+
+
+def _norm(text: str) -> str:
+    return " ".join(text.split())
 
 
 def _why(old: str, after: str | None) -> str:
@@ -311,7 +326,7 @@ async def estimate_run(meth: Method, dataset: Dataset, dims: list[Dimension], ju
         notes: list[tuple[str, str]] = []
         ctx = RunContext(dataset=dataset, dimensions=dims, judge=counting, note=lambda k, m: notes.append((k, m)),
                          artifacts=lambda name, text: content_hash(text))
-        with _scoped("", None) as prep:
+        with _scoped((), None) as prep:
             await meth.prepare(ctx)
         done = store.done_units() if store is not None else set()
         units = order_units(dataset.samples, dims, done, by=meth.unit_order)
@@ -347,9 +362,9 @@ def _reask_rows(rows: Any, rate: float) -> list[StageEstimate]:
     return out
 
 
-def _texts(sample: Sample) -> str:
-    """A sample's judged texts, where a stand-in's units may also appear without being listed as units."""
-    return "\n".join(t for t in (sample.source, sample.context, sample.reference, sample.output) if t)
+def _texts(sample: Sample) -> tuple[str, ...]:
+    """A sample's judged texts: what a stand-in decomposes, and where its units appear without being listed."""
+    return tuple(t for t in (sample.source, sample.context, sample.reference, sample.output) if t)
 
 
 def _open_readonly(run_dir: str | Path | None) -> RunStore | None:

@@ -121,12 +121,12 @@ def listed(answer: str) -> list[str]:
 
 
 def format_example(prompt: str) -> Any:
-    """The prompt's last one-line JSON object (its answer format), lists of lists emptied (no ids invented)."""
+    """The prompt's last JSON object on one line (its answer format), lists of lists emptied (no ids invented)."""
     for line in reversed(prompt.splitlines()):
-        line = line.strip()
-        if line.startswith("{") and line.endswith("}"):
+        start, end = line.find("{"), line.rfind("}")
+        if 0 <= start < end:  # ``Example: {...}`` too
             try:
-                value = json.loads(line)
+                value = json.loads(line[start:end + 1])
             except ValueError:
                 continue
             return {k: [[] for _ in v] if isinstance(v, list) and all(isinstance(x, list) for x in v) and v else v
