@@ -131,6 +131,18 @@ def test_an_estimate_writes_nothing_and_a_resumed_run_counts_its_cache(summeval,
     assert stage(again, "score").exact  # built from the real steps, not a stand-in's
 
 
+def test_a_method_object_keeps_nothing_a_stand_in_wrote(summeval):
+    from assay.methods import make_method
+
+    geval = make_method("geval", {"mode": "greedy"})
+    assay.evaluate(summeval, method=geval, judge=f"openai:m@{closed_port_url()}", dimensions=["coherence"], limit=1,
+                   estimate=True)
+    assert geval.plans == {}  # no stand-in steps for a real run with the same object to score with
+    judge = ScriptedJudge(lambda r: "1. Read it.\n2. Rate it." if "steps" in r.messages[-1].content else "3")
+    real = assay.evaluate(summeval, method=geval, judge=judge, dimensions=["coherence"], limit=1)
+    assert real.usage["steps"].calls == 1
+
+
 def test_an_estimate_refuses_a_run_directory_with_other_settings(summeval, tmp_path):
     judge = ScriptedJudge(lambda r: "3", name="s")
     assay.evaluate(summeval, method="direct", judge=judge, run_dir=tmp_path, dimensions=["coherence"], limit=1)

@@ -302,6 +302,9 @@ async def estimate_run(meth: Method, dataset: Dataset, dims: list[Dimension], ju
                        fingerprint: Callable[[JudgeIdentity], dict[str, Any]] | None = None) -> Estimate:
     """Count what a run of ``meth`` over ``dataset`` x ``dims`` with ``judge`` would send, without sending it.
 
+    The method runs as a fresh instance with the same options, so that nothing built from stand-in answers
+    (G-Eval's steps, SEAL's shared units) is left in ``meth`` for a real run to reuse.
+
     Args:
         run_dir: An existing run directory is read (never written): its done units are left out and its cached
             calls count as cached, as a resumed run would have them.
@@ -314,6 +317,7 @@ async def estimate_run(meth: Method, dataset: Dataset, dims: list[Dimension], ju
     """
     if not 0.0 <= reask_rate <= 10.0:
         raise ConfigError(f"the re-ask rate must be between 0 and 10 per call, not {reask_rate}")
+    meth = type(meth)(meth.options)  # a fresh instance: nothing a stand-in wrote (steps, units) stays in the caller's
     store = _open_readonly(run_dir)
     try:
         manifest = store.manifest() if store is not None else None
