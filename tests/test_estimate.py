@@ -50,6 +50,9 @@ def test_a_decomposition_stand_in_lists_the_fenced_texts_sentences():
     prompt = ('Split it.\n\n<<<SUMMARY>>>\nThe cat sat. It was happy. Then it left.\n<<<END SUMMARY>>>\n\n'
               'Answer with JSON only, in this form: {"facts": ["<first fact>", "<second fact>"]}')
     assert json.loads(json_answer(prompt, None)) == {"facts": ["The cat sat.", "It was happy.", "Then it left."]}
+    paper = ('Output format (JSON only):\n{"sentence": ["sentence 1", "sentence 2"]}\n\n'
+             '<<<SUMMARY>>>\nA b c. D e.\n<<<END SUMMARY>>>')
+    assert json.loads(json_answer(paper, None)) == {"sentence": ["A b c.", "D e."]}  # the paper's key
     support = 'Answer with JSON only:\n- "supported": ...\nExample: {"supported": [["c2", "c5"], [], ["c1"]]}'
     assert json.loads(json_answer(support, None)) == {"supported": [[], [], []]}  # no source id invented
 

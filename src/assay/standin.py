@@ -77,15 +77,15 @@ def sentences(text: str) -> list[str]:
 
 
 def json_answer(prompt: str, schema: str | None) -> str:
-    """A JSON answer: a decomposition lists the fenced text's sentences (as sentences or as facts), a schema's
-    fields get values of the right count, otherwise the prompt's own format example is followed."""
+    """A JSON answer: a schema's fields get values of the right count; a decomposition (a format example with
+    one list of strings) lists the fenced text's sentences; otherwise the prompt's own format example."""
     if schema:
         return json.dumps(schema_answer(json.loads(schema)))
-    text = fenced_text(prompt)
-    for key in ("sentences", "facts"):
-        if f'{{"{key}": [' in prompt and text is not None:
+    example, text = format_example(prompt), fenced_text(prompt)
+    if isinstance(example, dict) and len(example) == 1 and text is not None:
+        key, value = next(iter(example.items()))
+        if isinstance(value, list) and value and all(isinstance(x, str) for x in value):
             return json.dumps({key: sentences(text)})
-    example = format_example(prompt)
     return json.dumps(example) if example is not None else "{}"
 
 

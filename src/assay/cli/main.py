@@ -146,8 +146,8 @@ def _print_estimate(est: Any) -> None:
     out.print(f"completion tokens: {escape(est.completion_basis)}; re-asks: {est.reask_rate:g} per call (stated)")
     for line in est.assumptions:
         out.print(f"assumed: {escape(line)}")
-    for kind, message in est.notes:
-        out.print(f"[yellow]note ({escape(kind)}):[/] {escape(message)}")
+    for kind, message in dict.fromkeys(est.notes):  # the method's, after stand-in answers: a run may differ
+        out.print(f"[yellow]note ({escape(kind)}, on the stand-in answers):[/] {escape(message)}")
 
 
 def _progress(quiet: bool) -> Progress:
