@@ -85,7 +85,7 @@ def run(
     Method options follow as flags, e.g. ``--method geval --mode sampling --n 20`` or
     ``--method checkeval --checklist summeval --soft``.
     """
-    from assay.api import evaluate
+    from assay.api import RunResult, evaluate
     from assay.cli.options import flags_to_options
     from assay.judges import PriceTable, RetryPolicy
     from assay.methods import get_method
@@ -122,6 +122,7 @@ def run(
                           options=options, judge_options=judge_options(judge_opt), limit=limit, docs=docs,
                           concurrency=concurrency, retry=RetryPolicy(timeout_s=timeout, max_attempts=retries),
                           prices=price_table, on_start=on_start, on_update=on_update, on_status=on_status)
+    assert isinstance(result, RunResult)  # without estimate=True, evaluate runs
     _print_run(result, priced=price_table is not None)
     if not result.complete:
         raise typer.Exit(EXIT_INCOMPLETE)
