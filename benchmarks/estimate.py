@@ -7,18 +7,24 @@ For each method, the estimate runs first (the GGUF's vocabulary only, no call), 
 slice with the embedded judge (SmolLM2-135M); the table gives estimate / actual per stage for calls, prompt
 tokens and completion tokens (the target is within 10% on calls and prompt tokens). The real run's own answers
 decide its later stages (how many facts SEAL verifies, whether G-Eval's steps parse), so the gap on estimated
-rows is the stand-ins' error; exact rows should match to the token.
+rows is the stand-ins' error; exact rows should match to the token. When the real judge re-asked (a small
+model's malformed JSON), a last row gives the estimate at that re-ask rate, as a user would state it
+(``estimate_run(..., reask_rate=r)``).
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import os
 import tempfile
 import time
 
 import assay
+from assay.datasets import load_dataset
+from assay.estimate import estimate_run
 from assay.judges.llamacpp import LlamaCppJudge
+from assay.methods import make_method
 from assay.types import Usage
 
 METHODS = ["direct", "geval", "checkeval", "seal"]
@@ -44,6 +50,14 @@ def compare(method: str, kw: dict, judge: LlamaCppJudge) -> list[tuple]:
                      e.completion_tokens if e else 0, u.completion_tokens))
     total = tuple(sum(r[i] for r in rows) for i in range(2, 8))
     rows.append(("TOTAL", "", *total))
+    extra = total[1] - total[0]
+    if extra > 0 and total[0]:  # the real judge re-asked: what the estimate gives at that rate, stated
+        rate = extra / total[0]
+        data = load_dataset(kw["data"]).select(docs=kw["docs"], limit=kw["limit"])
+        at_rate = asyncio.run(estimate_run(make_method(method), data, data.dimensions(kw["dimensions"]),
+                                           "llamacpp:smollm2", reask_rate=rate)).total()
+        rows.append((f"@rate {rate:.2f}", "", at_rate.calls, total[1], at_rate.prompt_tokens, total[3],
+                     at_rate.completion_tokens, total[5]))
     print(f"\n{method}: real run {seconds:.0f} s, load average {os.getloadavg()[0]:.1f}; tokenizer {est.tokenizer}")
     print(f"  {'stage':12s} {'exact':>6s} {'calls e/a':>11s} {'ratio':>6s} {'prompt e/a':>15s} {'ratio':>6s} "
           f"{'completion e/a':>15s} {'ratio':>6s}")
@@ -69,8 +83,8 @@ def main() -> None:
     judge = LlamaCppJudge("smollm2", n_threads=args.threads)
     summary = []
     for method in args.method or METHODS:
-        total = compare(method, kw, judge)[-1]
-        summary.append((method, total))
+        rows = compare(method, kw, judge)
+        summary.append((method, next(r for r in rows if r[0] == "TOTAL")))
     print("\nestimate / actual, all stages:")
     for method, (_, _, ec, ac, ep, ap, eo, ao) in summary:
         print(f"  {method:10s} calls {ratio(ec, ac)}  prompt tokens {ratio(ep, ap)}  completion tokens {ratio(eo, ao)}")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import socket
 
@@ -152,6 +153,21 @@ def test_an_estimate_refuses_a_run_directory_with_other_settings(summeval, tmp_p
     with pytest.raises(ConfigError, match="other settings"):
         assay.evaluate(summeval, method="geval", judge=judge, run_dir=tmp_path, dimensions=["coherence"], limit=1,
                        estimate=True)
+
+
+def test_a_stated_reask_rate_adds_estimated_rows(summeval):
+    from assay.estimate import estimate_run
+    from assay.methods import make_method
+
+    data = summeval.select(docs=1, limit=2)
+    args = (make_method("direct"), data, data.dimensions(["coherence"]), f"openai:m@{closed_port_url()}")
+    plain = asyncio.run(estimate_run(*args))
+    est = asyncio.run(estimate_run(*args, reask_rate=0.5))
+    score, reasks = stage(est, "score"), stage(est, "score (re-asks)")
+    assert [s.stage for s in plain.stages] == ["score"]  # 0 by default: the stand-ins' answers are all readable
+    assert reasks.calls == 1 and reasks.exact_calls == 0 and "0.5 re-asks per call" in reasks.why
+    assert reasks.prompt_tokens > score.prompt_tokens / score.calls  # the prompt, the quoted answer, the follow-up
+    assert est.total().calls == 3
 
 
 # -- prices ----------------------------------------------------------------------------------------------------------

@@ -23,14 +23,22 @@ from assay.errors import ConfigError
 from assay.executor import order_units
 from assay.hashing import content_hash
 from assay.judges import Judge, JudgeIdentity, ManagedJudge, PriceTable, Request, Response, load_judge, parse_spec
-from assay.judges.ask import attributed
+from assay.judges.ask import ECHO_CHARS, attributed, reask_text
 from assay.judges.base import Choice
 from assay.judges.middleware import call_key
 from assay.methods import Method, RunContext
 from assay.standin import answer as standin_answer
 from assay.standin import fenced_text, listed
 from assay.store import DB_NAME, RunStore
-from assay.tokens import TokenCounter, approximate, gguf_counter, judge_counter, tiktoken_counter
+from assay.tokens import (
+    CHARS_PER_TOKEN,
+    OPENAI_PER_MESSAGE,
+    TokenCounter,
+    approximate,
+    gguf_counter,
+    judge_counter,
+    tiktoken_counter,
+)
 from assay.types import Dimension, Sample
 
 #: Yields before a stand-in answer: requests that a method sends together (``asyncio.gather``) are all
@@ -340,7 +348,7 @@ async def estimate_run(meth: Method, dataset: Dataset, dims: list[Dimension], ju
     finally:
         if store is not None:
             store.close()
-    rows = list(counting.rows.values()) + _reask_rows(counting.rows.values(), reask_rate)
+    rows = list(counting.rows.values()) + _reask_rows(counting.rows.values(), reask_rate, counter)
     if prices is not None:
         for row in rows:
             row.cost_usd = call_cost(prices, identity.model, row.prompt_tokens, row.completion_tokens, batch=batch)
@@ -351,18 +359,23 @@ async def estimate_run(meth: Method, dataset: Dataset, dims: list[Dimension], ju
                     reask_rate=reask_rate, assumptions=assumptions, notes=notes, priced=prices is not None)
 
 
-def _reask_rows(rows: Any, rate: float) -> list[StageEstimate]:
-    """Re-asks at a stated rate per paid call: each repeats its call's prompt (plus the answer and the
-    follow-up turn, not counted), so the stage's mean prompt is the estimate."""
+def _reask_rows(rows: Any, rate: float, counter: TokenCounter) -> list[StageEstimate]:
+    """Re-asks at a stated rate per paid call, one row per stage. A re-ask repeats its call's prompt (the stage's
+    mean) with the unusable answer quoted back (at most the call's ``max_tokens``, cut at :data:`ECHO_CHARS`) and
+    the follow-up turn; its answer is the stage's mean."""
+    follow_up = counter.text(reask_text("the answer is not in the format asked for")) + OPENAI_PER_MESSAGE
     out = []
     for row in list(rows):
         calls = round(row.calls * rate)
         if calls and row.calls:
+            quoted = min(row.completion_tokens_max / row.calls, ECHO_CHARS / CHARS_PER_TOKEN)
             out.append(StageEstimate(
-                f"{row.stage} (re-asks)", calls=calls, prompt_tokens=round(row.prompt_tokens / row.calls * calls),
+                f"{row.stage} (re-asks)", calls=calls,
+                prompt_tokens=round((row.prompt_tokens / row.calls + quoted + follow_up) * calls),
                 completion_tokens=round(row.completion_tokens / row.calls * calls),
                 completion_tokens_max=round(row.completion_tokens_max / row.calls * calls),
-                why=f"estimated: {rate:g} re-asks per call (stated rate)"))
+                why=f"estimated: {rate:g} re-asks per call (stated rate), each quoting an answer of up to "
+                    f"{quoted:.0f} tokens"))
     return out
 
 
