@@ -71,6 +71,9 @@ def test_estimate_against_an_unreachable_judge_makes_no_call(summeval):
     assert score.exact  # groups sent together are counted before any answer: none is built from a sibling's
     assert "chars/4" in est.tokenizer and not est.tokenizer_exact  # tiktoken has no offline encoding here
     assert any("log-probabilities assumed" in a for a in est.assumptions)
+    told = assay.evaluate(summeval, method="checkeval", judge=f"openai:gpt-4o-mini@{closed_port_url()}",
+                          judge_options={"logprobs": False}, dimensions=["coherence"], limit=1, estimate=True)
+    assert told.assumptions == []  # the capability was given, nothing assumed
 
 
 def test_estimate_sends_nothing_to_a_live_server(summeval):
@@ -200,6 +203,8 @@ def test_exact_prompt_tokens_equal_a_real_runs(summeval, smollm2, tmp_path, meth
     kw = {"method": method, "options": options, "dimensions": ["coherence"], "docs": 1, "limit": 1}
     est = assay.evaluate(summeval, judge="llamacpp:smollm2", estimate=True, **kw)
     assert est.tokenizer_exact and est.tokenizer.startswith("gguf SmolLM2")
+    loaded = assay.evaluate(summeval, judge=smollm2, estimate=True, **kw)  # a judge object: its own tokenizer
+    assert loaded.tokenizer_exact and stage(loaded, "score").prompt_tokens == stage(est, "score").prompt_tokens
     real = assay.evaluate(summeval, judge=smollm2, run_dir=tmp_path, **kw)
     paid = real.usage["score"]
     assert stage(est, "score").exact

@@ -285,8 +285,7 @@ async def judge_for_estimate(judge: str | Judge, options: dict[str, Any],
     bare = load_judge(judge, **options)
     try:
         identity, logprobs = bare.identity, bare.supports_logprobs
-        forced = getattr(bare, "_logprobs_forced", None)
-        if getattr(bare, "detect_logprobs", None) is not None and forced is None:
+        if getattr(bare, "detect_logprobs", None) is not None and getattr(bare, "logprobs_reason", None) is None:
             recorded = manifest.get("judge_logprobs") if manifest and manifest.get("judge") == identity.model_dump(
                 mode="json") else None
             logprobs = bool(recorded) if recorded is not None else True

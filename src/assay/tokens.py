@@ -102,12 +102,10 @@ def tiktoken_counter(model: str) -> TokenCounter:
 
 def judge_counter(judge: Any) -> TokenCounter:
     """The counter for a judge object: its own tokenizer if it has one (the embedded judge), else by model name."""
-    own = getattr(judge, "prompt_tokens", None)
-    tokenize = getattr(getattr(judge, "_llm", None), "tokenize", None)
-    if callable(own) and callable(tokenize):
+    own, text = getattr(judge, "prompt_tokens", None), getattr(judge, "text_tokens", None)
+    if callable(own) and callable(text):  # the embedded judge: counted as it reports (once per completion)
         return TokenCounter(f"{judge.identity.label} (the judge's own tokenizer)", True,
-                            lambda r: len(own(r)) * r.n,
-                            lambda s: len(tokenize(s.encode("utf-8"), add_bos=False, special=False)))
+                            lambda r: len(own(r)) * r.n, text)
     if judge.identity.backend == "openai":
         return tiktoken_counter(judge.identity.model)
     return approximate(f"no offline tokenizer known for {judge.identity.label}")

@@ -216,6 +216,10 @@ class LlamaCppJudge(Judge):
         """The chat-formatted, tokenized prompt of a request."""
         return chat_tokens(self._llm, self._formatter, request)
 
+    def text_tokens(self, text: str) -> int:
+        """Tokens of a text in the model's vocabulary (an estimate's completion counts)."""
+        return len(self._llm.tokenize(text.encode("utf-8"), add_bos=False, special=False))
+
     async def generate(self, request: Request) -> Response:
         return await asyncio.to_thread(self._generate_sync, request)
 
