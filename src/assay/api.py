@@ -15,9 +15,10 @@ from typing import Any, ParamSpec, TypeVar
 from assay._version import __version__
 from assay.datasets import Dataset, load_dataset
 from assay.errors import ConfigError, did_you_mean
+from assay.estimate import Estimate, estimate_run
 from assay.executor import Progress, default_unit_concurrency, execute, order_units
 from assay.hashing import content_hash
-from assay.judges import DEFAULT_JUDGE, Judge, ManagedJudge, PriceTable, RetryPolicy, load_judge
+from assay.judges import DEFAULT_JUDGE, Judge, JudgeIdentity, ManagedJudge, PriceTable, RetryPolicy, load_judge
 from assay.judges.batch import (
     BATCH_CONCURRENCY,
     BatchJudge,
@@ -110,7 +111,8 @@ async def evaluate_async(
     workers: int | None = None,
     worker_cpus: float | None = None,
     worker_gpus: float | None = None,
-) -> RunResult:
+    estimate: bool = False,
+) -> RunResult | Estimate:
     """Judge a dataset's samples with a method and a judge; resume if ``run_dir`` holds this run.
 
     :func:`evaluate` is this coroutine run to completion (``asyncio.run``); await this form from a running loop.
@@ -144,6 +146,9 @@ async def evaluate_async(
             Ray needs the ``ray`` extra. The method is prepared here and the store written here either way.
         workers / worker_cpus / worker_gpus: Ray only: judge actors (default: as many as the cluster fits)
             and the CPUs (default 1) and GPUs (default 0) each reserves (an embedded judge: match ``n_threads``).
+        estimate: Call no judge: return the :class:`~assay.estimate.Estimate` of the run instead (calls and
+            prompt / completion tokens per stage, its cost with ``prices``), counted by running the method
+            against a stand-in judge. ``run_dir`` is only read (a resumed run's done units and cached calls).
     """
     # before the judge is loaded: a missing extra or a bad setting costs nothing
     ray_settings = ray_settings_for(parse_executor(executor), workers, worker_cpus, worker_gpus)
@@ -156,6 +161,10 @@ async def evaluate_async(
     dataset = dataset.select(limit=limit, docs=docs)
     meth = make_method(method, options) if isinstance(method, str) else method
     dims = _dimensions(meth, dataset, dim_names)
+    if estimate:
+        return await estimate_run(meth, dataset, dims, judge, judge_options=judge_options, run_dir=run_dir,
+                                  prices=prices, batch=bool(batch),
+                                  fingerprint=lambda who: _fingerprint(meth, who, dataset, dims))
     if run_dir is not None:
         check_run_dir(run_dir)
     run_path = Path(run_dir) if run_dir is not None else Path(tempfile.mkdtemp(prefix="assay-run-"))
@@ -182,7 +191,7 @@ async def evaluate_async(
         managed = ManagedJudge(bare, cache=store, concurrency=concurrency, retry=retry, prices=prices)
     try:
         # before any judge call: another run's settings must cost nothing and write nothing here
-        store.check(_fingerprint(meth, bare, dataset, dims), before_prepare=True)
+        store.check(_fingerprint(meth, bare.identity, dataset, dims), before_prepare=True)
         if batcher is None:
             _note_unfinished_batches(store)
         status(f"checking what {bare.identity.label} supports")
@@ -206,7 +215,7 @@ async def evaluate_async(
                          status=status)
         prepared = await preparing(meth.prepare(ctx), meth.name, managed, status)
         manifest = {
-            **_fingerprint(meth, bare, dataset, dims),  # now with the settings that preparation decided
+            **_fingerprint(meth, bare.identity, dataset, dims),  # now with the settings that preparation decided
             "artifacts": prepared,
             "judge_logprobs": bare.supports_logprobs,
             "judge_logprobs_reason": logprobs_reason,
@@ -336,12 +345,12 @@ async def _detect_capabilities(judge: Judge, store: RunStore, retry: RetryPolicy
     return getattr(judge, "logprobs_reason", None)
 
 
-def _fingerprint(meth: Method, judge: Judge, dataset: Dataset, dims: list[Dimension]) -> dict[str, Any]:
+def _fingerprint(meth: Method, judge: JudgeIdentity, dataset: Dataset, dims: list[Dimension]) -> dict[str, Any]:
     """The manifest fields a resumed run must match (``store.FINGERPRINT``), in one place for check and record."""
     return {
         "method": meth.name,
         "method_settings": meth.settings(),
-        "judge": judge.identity.model_dump(mode="json"),
+        "judge": judge.model_dump(mode="json"),
         "dataset": {"name": dataset.name, "sha256": dataset.sha256},
         "dimensions": [d.model_dump(mode="json") for d in dims],
     }

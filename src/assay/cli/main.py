@@ -90,13 +90,15 @@ def run(
     worker_cpus: Annotated[float | None, typer.Option(
         help="Ray: CPUs per worker (default 1; embedded judge: its n_threads)")] = None,
     worker_gpus: Annotated[float | None, typer.Option(help="Ray: GPUs per worker (default 0)")] = None,
+    estimate: Annotated[bool, typer.Option(
+        "--estimate", help="Call no judge: print the calls, tokens (and cost with --prices) per stage")] = False,
 ) -> None:
     """Judge a dataset with a method; re-run the same command to resume.
 
     Method options follow as flags, e.g. ``--method geval --mode sampling --n 20`` or
     ``--method checkeval --checklist summeval --soft``.
     """
-    from assay.api import evaluate
+    from assay.api import RunResult, evaluate
     from assay.cli.options import flags_to_options
     from assay.judges import PriceTable, RetryPolicy
     from assay.methods import get_method
@@ -105,6 +107,11 @@ def run(
     run_path = run_dir or Path("runs") / f"{Path(dataset).stem.split(':')[0]}-{method}"
     price_table = PriceTable.load(prices) if prices else None
     batch_options = _batch_options(batch_retry, batch_poll) if batch else False
+    if estimate:
+        _print_estimate(evaluate(dataset, method=method, judge=judge, dimensions=dimension, run_dir=run_path,
+                                 options=options, judge_options=judge_options(judge_opt), limit=limit, docs=docs,
+                                 prices=price_table, estimate=True, batch=batch))
+        return
     bar = _progress(quiet)
     task: list[Any] = []
     stage = bar.add_task("starting", total=None, stats="")  # every stage before judging shows here
@@ -131,6 +138,7 @@ def run(
                           prices=price_table, on_start=on_start, on_update=on_update, on_status=on_status,
                           batch=batch_options,
                           executor=executor, workers=workers, worker_cpus=worker_cpus, worker_gpus=worker_gpus)
+    assert isinstance(result, RunResult)  # without estimate=True, evaluate runs
     _print_run(result, priced=price_table is not None)
     if not result.complete:
         raise typer.Exit(EXIT_INCOMPLETE)
@@ -148,6 +156,29 @@ def _batch_options(retry: str, poll_s: float) -> Any:
         err = exc.errors()[0]
         flag = {"retry": "--batch-retry", "poll_s": "--batch-poll"}.get(str(err["loc"][0]), str(err["loc"][0]))
         raise AssayError(f"{flag} {err['input']!r}: {err['msg']}") from None
+
+
+def _print_estimate(est: Any) -> None:
+    """The estimate as a table, one row per stage, then how it was counted."""
+    table = Table(title=f"estimate: {est.method} on {est.dataset} with {est.judge}, {est.units} units"
+                        + (f" ({est.units_done} already done)" if est.units_done else ""))
+    columns = ["stage", "calls", "cached", "prompt", "compl", "max", "exact"]
+    for col in columns + (["USD"] if est.priced else []):
+        table.add_column(col, justify="left" if col == "stage" else "right", no_wrap=True)
+    for row in [*est.stages, est.total()]:
+        table.add_row(escape(row.stage), str(row.calls), str(row.cached_calls), str(row.prompt_tokens),
+                      str(row.completion_tokens), str(row.completion_tokens_max),
+                      "yes" if row.exact else f"{row.exact_calls}/{row.calls}",
+                      *([f"{row.cost_usd:.4f}"] if est.priced else []))
+    out.print(table)
+    for row in est.stages:
+        out.print(f"{escape(row.stage)}: {escape(row.why)}")
+    out.print(f"tokenizer: {escape(est.tokenizer)}")
+    out.print(f"completion tokens: {escape(est.completion_basis)}; re-asks: {est.reask_rate:g} per call (stated)")
+    for line in est.assumptions:
+        out.print(f"assumed: {escape(line)}")
+    for kind, message in dict.fromkeys(est.notes):  # the method's, after stand-in answers: a run may differ
+        out.print(f"[yellow]note ({escape(kind)}, on the stand-in answers):[/] {escape(message)}")
 
 
 def _progress(quiet: bool) -> Progress:

@@ -166,6 +166,32 @@ def choose_token(logp: np.ndarray, temperature: float, top_p: float, rng: np.ran
     return int(rng.choice(len(probs), p=probs))
 
 
+def identity_of(model: str, n_ctx: int = 4096) -> JudgeIdentity:
+    """The identity of ``llamacpp:MODEL`` without loading the model (the estimate needs it for cache keys)."""
+    path = resolve_model(model)
+    return JudgeIdentity(backend="llamacpp", model=model if model in ALIASES else path.name,
+                         model_sha256=file_sha256(path), settings={"n_ctx": n_ctx})
+
+
+def chat_formatter(llm: Any, path: Path) -> Any:
+    """The chat formatter of a GGUF's own template (the judge's and the estimate's, so that both count alike)."""
+    from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+
+    template = llm.metadata.get("tokenizer.chat_template")
+    if not template:
+        raise ConfigError(f"{path} has no chat template in its metadata")
+    eos_id, bos_id = llm.token_eos(), llm.token_bos()
+    tok_text = llm._model.token_get_text
+    return Jinja2ChatFormatter(template=template, eos_token=tok_text(eos_id) if eos_id != -1 else "",
+                               bos_token=tok_text(bos_id) if bos_id != -1 else "", stop_token_ids=[eos_id])
+
+
+def chat_tokens(llm: Any, formatter: Any, request: Request) -> list[int]:
+    """A request's chat-formatted prompt, tokenized by the model's own vocabulary."""
+    formatted = formatter(messages=[m.model_dump() for m in request.messages])
+    return list(llm.tokenize(formatted.prompt.encode("utf-8"), add_bos=False, special=True))
+
+
 class LlamaCppJudge(Judge):
     """A GGUF chat model run in a worker thread, one request at a time.
 
@@ -196,29 +222,19 @@ class LlamaCppJudge(Judge):
             import llama_cpp
         except ImportError as exc:  # pragma: no cover - a core dependency
             raise ConfigError("the embedded judge needs llama-cpp-python: pip install llama-cpp-python") from exc
-        from llama_cpp.llama_chat_format import Jinja2ChatFormatter
-
         path = resolve_model(model)
         n_threads = self._runtime["n_threads"]
         self._llm = llama_cpp.Llama(model_path=str(path), n_ctx=n_ctx, n_threads=n_threads, n_threads_batch=n_threads,
                                     logits_all=logits_all, verbose=False, seed=seed)
-        template = self._llm.metadata.get("tokenizer.chat_template")
-        if not template:
-            raise ConfigError(f"{path} has no chat template in its metadata")
-        eos_id, bos_id = self._llm.token_eos(), self._llm.token_bos()
-        tok_text = self._llm._model.token_get_text
-        self._formatter = Jinja2ChatFormatter(
-            template=template, eos_token=tok_text(eos_id) if eos_id != -1 else "",
-            bos_token=tok_text(bos_id) if bos_id != -1 else "", stop_token_ids=[eos_id])
+        self._formatter = chat_formatter(self._llm, path)
+        eos_id = self._llm.token_eos()
         self._eos = {eos_id, *(t for t in (self._llm._model.token_eot(),) if t != -1)}
         self._n_vocab = self._llm.n_vocab()
         self._seed = seed
         self._lock = threading.Lock()
         self._tokens: list[int] = []  # what the KV cache currently holds
         self.stats = {"prompt_tokens_evaluated": 0, "prompt_tokens_reused": 0}
-        self.identity = JudgeIdentity(
-            backend="llamacpp", model=model if model in ALIASES else path.name,
-            model_sha256=file_sha256(path), settings={"n_ctx": n_ctx})
+        self.identity = identity_of(model, n_ctx)
         self.n_threads = n_threads
 
     def runtime(self) -> dict[str, Any]:
@@ -227,8 +243,11 @@ class LlamaCppJudge(Judge):
 
     def prompt_tokens(self, request: Request) -> list[int]:
         """The chat-formatted, tokenized prompt of a request."""
-        formatted = self._formatter(messages=[m.model_dump() for m in request.messages])
-        return self._llm.tokenize(formatted.prompt.encode("utf-8"), add_bos=False, special=True)
+        return chat_tokens(self._llm, self._formatter, request)
+
+    def text_tokens(self, text: str) -> int:
+        """Tokens of a text in the model's vocabulary (an estimate's completion counts)."""
+        return len(self._llm.tokenize(text.encode("utf-8"), add_bos=False, special=False))
 
     async def generate(self, request: Request) -> Response:
         return await asyncio.to_thread(self._generate_sync, request)
