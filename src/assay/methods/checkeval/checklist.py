@@ -306,7 +306,7 @@ def _message(error: Any) -> str:
 
 def shipped_dir() -> Path:
     """Where the package's checklists live."""
-    return Path(str(resources.files("assay.artifacts") / "checklists"))
+    return Path(str(resources.files("assay.methods.checkeval") / "checklists"))
 
 
 def shipped_checklists() -> list[str]:
@@ -328,7 +328,7 @@ def checklist_path(spec: str) -> Path:
     if path.is_file():
         return path
     if spec in PAPER_POOLS:
-        return Path(str(resources.files("assay.artifacts") / PAPER_DIR / PAPER_POOLS[spec].folder))
+        return Path(str(resources.files("assay.methods.checkeval") / PAPER_DIR / PAPER_POOLS[spec].folder))
     if spec in shipped_checklists():
         return shipped_dir() / f"{spec}.yaml"
     if spec.endswith((".yaml", ".yml")) or "/" in spec:

@@ -306,7 +306,7 @@ class TaskText:
 def _task_table() -> dict[str, dict[str, str]]:
     import yaml
 
-    text = (resources.files("assay.artifacts") / "data" / "gereval_tasks.yaml").read_text(encoding="utf-8")
+    text = (resources.files("assay.methods.gereval") / "gereval_tasks.yaml").read_text(encoding="utf-8")
     table: dict[str, dict[str, str]] = yaml.safe_load(text)
     return table
 
@@ -341,7 +341,7 @@ def human_instruction(name: str, scale: NumericScale | CategoricalScale, input_n
 def _human_table() -> dict[str, dict[str, Any]]:
     import yaml
 
-    text = (resources.files("assay.artifacts") / "data" / "human_rubrics.yaml").read_text(encoding="utf-8")
+    text = (resources.files("assay.methods.gereval") / "human_rubrics.yaml").read_text(encoding="utf-8")
     table: dict[str, dict[str, Any]] = yaml.safe_load(text)
     return table
 
@@ -370,7 +370,7 @@ def _human_criterion(d: Dimension, item: dict[str, Any], input_name: str, output
 def human_rubric(dataset: str) -> Rubric:
     """The human rubric of a bundled dataset: its annotation items, their definitions and scales.
 
-    The items, definitions and categorical labels come from ``assay/artifacts/data/human_rubrics.yaml``
+    The items, definitions and categorical labels come from ``assay/methods/gereval/human_rubrics.yaml``
     (each with its source, copied into the provenance); dimensions it does not describe use the catalog's
     definition and scale. The aggregate ``overall`` rating and the columns the file lists under
     ``left_out`` are not rubric items. Criterion names are the dataset's dimension names, so a run with
@@ -394,6 +394,6 @@ def human_rubric(dataset: str) -> Rubric:
     notes.append(info.provenance)
     settings = {"instructions": "assay template",
                 "items": {name: list(v.get("items", [])) for name, v in shipped.items()},
-                "source_file": "assay/artifacts/data/human_rubrics.yaml" if entry else "catalog"}
+                "source_file": "assay/methods/gereval/human_rubrics.yaml" if entry else "catalog"}
     prov = Provenance(source="human", dataset=info.name, settings=settings, notes=notes, assay_version=__version__)
     return Rubric(dataset=info.name, task=task_text(info).scoring, criteria=tuple(criteria), provenance=prov)

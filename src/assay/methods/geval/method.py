@@ -3,7 +3,7 @@
 The method has three parts (paper, section 2), each in pure functions of this package:
 
 1. A prompt with the task introduction and the dimension's evaluation criteria
-   (:func:`assay.methods.geval.prompts.task_criteria`, shipped in ``assay/artifacts/geval/criteria.yaml`` for SummEval,
+   (:func:`assay.methods.geval.prompts.task_criteria`, shipped in ``assay/methods/geval/criteria.yaml`` for SummEval,
    Topical-Chat and QAGS, otherwise built from the dataset's dimension definition).
 2. Evaluation steps the judge writes itself from that introduction and criteria
    (:mod:`assay.methods.geval.steps`), generated once per (task, dimension,

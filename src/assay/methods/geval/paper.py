@@ -1,7 +1,7 @@
 """G-Eval's own prompts as released (``--criteria paper``): loading, their scales and steps, filling them safely.
 
 The CheckEval authors published the G-Eval prompts they ran for SummEval and Topical-Chat (taken from
-the G-Eval release; ``assay/artifacts/geval/paper/``, MIT, provenance beside them). With
+the G-Eval release; ``assay/methods/geval/paper_prompts/``, MIT, provenance beside them). With
 ``criteria: paper`` G-Eval uses them as they are: the released introduction, criteria and evaluation
 steps (no steps call), the scale each prompt states (SummEval fluency is 1-3 there, 1-5 in the data)
 and only the texts each prompt shows (the fluency prompt shows the summary, not the article). The one
@@ -25,7 +25,7 @@ from assay.hashing import content_hash
 from assay.prompts import MATERIAL_NOTE, fence
 from assay.types import Dimension, Sample, Scale
 
-PAPER_DIR = "artifacts/geval/paper"
+PAPER_DIR = "paper_prompts"
 # Which released prompt file serves which dataset (the release has SummEval and Topical-Chat only).
 PAPER_FILES = {
     "summeval": "geval_summeval.yaml",
@@ -69,7 +69,7 @@ class PaperPrompt:
 @lru_cache(maxsize=4)
 def _released(file: str) -> tuple[dict[str, str], str]:
     """A released prompt file's dimension -> template mapping and the sha256 of its bytes."""
-    data = resources.files("assay").joinpath(f"{PAPER_DIR}/{file}").read_bytes()
+    data = resources.files("assay.methods.geval").joinpath(f"{PAPER_DIR}/{file}").read_bytes()
     prompts = yaml.safe_load(data.decode("utf-8"))
     if not isinstance(prompts, dict) or not all(isinstance(v, str) for v in prompts.values()):
         raise ConfigError(f"{PAPER_DIR}/{file}: not a mapping of dimension -> prompt text")

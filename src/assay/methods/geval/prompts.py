@@ -40,7 +40,7 @@ class Criteria:
 @lru_cache(maxsize=1)
 def shipped_criteria() -> dict[str, Any]:
     """The criteria file shipped with assay, checked for its format."""
-    ref = resources.files("assay").joinpath("artifacts/geval/criteria.yaml")
+    ref = resources.files("assay.methods.geval").joinpath("criteria.yaml")
     data = yaml.safe_load(ref.read_text(encoding="utf-8"))
     if not isinstance(data, dict) or data.get("format") != CRITERIA_FORMAT:
         raise ConfigError(f"{ref}: not a {CRITERIA_FORMAT} file")

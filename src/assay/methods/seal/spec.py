@@ -1,6 +1,6 @@
 """SEAL's instantiations as data: which units, sub-dimensions and prompt pieces each dimension uses.
 
-The shipped spec (``assay/artifacts/seal/spec.yaml``) follows the SEAL paper: unit types and
+The shipped spec (``assay/methods/seal/spec.yaml``) follows the SEAL paper: unit types and
 sub-dimension names from its Table 2, thresholds from Table 19, prompt structure from Tables 21-25
 (in assay's own wording). A user spec with the same schema replaces it (``--spec my.yaml``).
 """
@@ -18,7 +18,7 @@ from assay.errors import ConfigError, did_you_mean
 UnitType = Literal["sentence", "adjacent_pair", "monadic_fact", "response", "triple"]
 TextPart = Literal["source", "context", "reference"]
 
-SHIPPED_SPEC = Path(__file__).resolve().parents[2] / "artifacts" / "seal" / "spec.yaml"
+SHIPPED_SPEC = Path(__file__).resolve().parent / "spec.yaml"
 
 #: Unit types judged as several units (gated by the threshold n); the others are one unit per output.
 MULTI_UNIT: dict[str, Literal["sentence", "fact"]] = {
