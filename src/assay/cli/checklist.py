@@ -139,7 +139,7 @@ def build(
 
     console, out = _consoles()
     ds = load_dataset(dataset)
-    seed_cl = load_checklist(seeds or default_checklist(ds.name))
+    seed_cl = load_checklist(seeds or default_checklist(ds.info))
     counts = {k: v for k, v in (("diversification_per_seed", diversification_per_seed),
                                 ("elaboration_per_seed", elaboration_per_seed)) if v is not None}
     settings = BuildSettings(style=style, filter=not no_filter, temperature=temperature,  # type: ignore[arg-type]

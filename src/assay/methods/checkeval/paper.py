@@ -58,9 +58,6 @@ PAPER_POOLS = {
     "topical-chat-paper": PaperPool("topical_chat_questions", "topical_chat", "topical-chat",
                                     ("naturalness", "coherence", "engagingness", "groundedness")),
 }
-# Which released pool a dataset uses under CheckEval's paper preset.
-DATASET_PAPER_CHECKLISTS = {"summeval": "summeval-paper", "summeval-experts": "summeval-paper",
-                            "topical-chat": "topical-chat-paper"}
 
 
 def split_questions(text: Any) -> list[str]:

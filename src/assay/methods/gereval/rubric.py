@@ -39,7 +39,8 @@ from pydantic import (
     model_validator,
 )
 
-from assay.errors import ConfigError, InputError
+from assay.datasets.catalog import DatasetInfo, card_of
+from assay.errors import ConfigError, InputError, did_you_mean
 from assay.types import Dimension, Scale
 
 RUBRIC_FORMAT = 1
@@ -312,15 +313,21 @@ def _task_table() -> dict[str, dict[str, str]]:
 
 
 def task_text(info: Any) -> TaskText:
-    """The GER-Eval task descriptions of a dataset (its :class:`DatasetInfo`).
+    """The GER-Eval task descriptions of a dataset (its :class:`DatasetInfo`): the entry its card names
+    (``artifacts.gereval``).
 
-    Datasets without a shipped description (user spec files) use their ``task`` for both;
-    callers record that (``shipped`` is False).
+    Datasets whose card names none (user cards) use their ``task`` for both; callers record that
+    (``shipped`` is False).
+
+    Raises:
+        ConfigError: The card names an entry the tasks file does not have.
     """
     table = _task_table()
-    entry = table.get(info.name)
-    if entry and "same_as" in entry:
-        entry = table[entry["same_as"]]
+    name = info.artifacts.gereval
+    if name is not None and name not in table:
+        raise ConfigError(f"dataset {info.name!r}: its card names GER-Eval task {name!r}, which "
+                          "assay/methods/gereval/gereval_tasks.yaml does not have." + did_you_mean(name, list(table)))
+    entry = table.get(name) if name is not None else None
     if not entry:
         note = f"human rating '{info.contrast_field}'"
         return TaskText(generation=info.task, scoring=info.task, contrast_note=note, shipped=False)
@@ -346,10 +353,12 @@ def _human_table() -> dict[str, dict[str, Any]]:
     return table
 
 
-def human_entry(dataset: str) -> dict[str, Any]:
-    """The shipped human-rubric entry of a dataset (``same_as`` followed), or {} when none is shipped."""
+def human_entry(dataset: str | DatasetInfo) -> dict[str, Any]:
+    """The shipped human-rubric entry its card names (``artifacts.gereval``, ``same_as`` followed), or {} when
+    none is shipped."""
+    name = card_of(dataset).artifacts.gereval
     table = _human_table()
-    entry = table.get(dataset) or {}
+    entry = table.get(name or "") or {}
     return table[entry["same_as"]] if "same_as" in entry else entry
 
 
@@ -367,7 +376,7 @@ def _human_criterion(d: Dimension, item: dict[str, Any], input_name: str, output
                      instruction=human_instruction(d.name, scale, input_name, output_name))
 
 
-def human_rubric(dataset: str) -> Rubric:
+def human_rubric(dataset: str | DatasetInfo) -> Rubric:
     """The human rubric of a bundled dataset: its annotation items, their definitions and scales.
 
     The items, definitions and categorical labels come from ``assay/methods/gereval/human_rubrics.yaml``
@@ -377,10 +386,8 @@ def human_rubric(dataset: str) -> Rubric:
     this rubric is compared with the human ratings dimension by dimension.
     """
     from assay._version import __version__
-    from assay.datasets import get_info
-
-    info = get_info(dataset)
-    entry = human_entry(info.name)
+    info = card_of(dataset)
+    entry = human_entry(info)
     shipped, left_out = entry.get("criteria", {}), entry.get("left_out", {})
     criteria = [_human_criterion(d, shipped.get(d.name) or {}, info.input_name, info.output_name)
                 for d in info.dimensions if d.name not in _NOT_RUBRIC_ITEMS and d.name not in left_out]

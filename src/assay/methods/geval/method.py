@@ -296,7 +296,7 @@ class GEval(Method):
 
     def _paper_plan(self, dimension: Dimension, ctx: RunContext) -> DimensionPlan:
         """The released prompt of the dimension: its own steps (no steps call) and its own scale."""
-        pp = paper_prompt(ctx.dataset.name, dimension.name)
+        pp = paper_prompt(ctx.dataset.info, dimension.name)
         check_samples(ctx.dataset.samples, ctx.dataset.info, pp)
         record: dict[str, Any] = {
             "criteria_source": pp.source, "criteria_sha256": pp.digest(), "file_sha256": pp.file_sha256,
