@@ -45,7 +45,8 @@ class ArtifactNames(BaseModel):
     """The method artifacts made for a dataset, by name; a method without one says what it did instead.
 
     Attributes:
-        checkeval: Shipped checklist (``assay/methods/checkeval/checklists/<name>.yaml``).
+        checkeval: Shipped checklist (``assay/methods/checkeval/checklists/<name>.yaml``) or a checklist file
+            (``.yaml``/``.yml``, relative to the card).
         checkeval_paper: The authors' released question pool used under ``--preset paper``.
         seal: Entry of the SEAL spec's ``datasets:`` table (dimension -> recipe); the dataset's name when absent.
         geval: Task of ``assay/methods/geval/criteria.yaml`` whose criteria the judge is given.
@@ -190,6 +191,10 @@ def parse_card(path: Path) -> DatasetInfo:
     if problems:
         raise InputError(problems[0][1], file=str(path), field=problems[0][0])
     names = tuple(d.name for d in info.dimensions)
+    checklist = info.artifacts.checkeval
+    if checklist is not None and checklist.endswith((".yaml", ".yml")):
+        own = str((path.parent / checklist).resolve())
+        info = info.model_copy(update={"artifacts": info.artifacts.model_copy(update={"checkeval": own})})
     return info.model_copy(update={
         "file": str((path.parent / info.file).resolve()),
         "default_dimensions": info.default_dimensions or names,
