@@ -260,9 +260,9 @@ def test_a_human_rating_off_the_cards_human_scale_is_refused(tmp_path):
     recs = json.loads(bundled_text("qags_xsum.json"))[:3]
     recs[1]["scores"]["consistency"] = 3  # a 1-5 rating in a 0-1 file: a mislabelled column
     path.write_text(json.dumps(recs))
-    with pytest.raises(InputError, match=r"q.json, record index 1|q.json, record 1") as err:
+    with pytest.raises(InputError, match=r"q.json, record 1, field 'consistency': human rating 3 for 'consistency' "
+                                         r"is off its scale 0-1$"):
         load_dataset(f"qags-xsum:{path}")
-    assert "off its scale 0-1" in str(err.value)
 
 
 @pytest.mark.parametrize(("extra", "field", "message"), [
