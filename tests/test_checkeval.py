@@ -270,7 +270,7 @@ def test_checklist_option_and_errors(tmp_path):
 
 def test_changed_checklist_does_not_resume(tmp_path):
     path = tmp_path / "mine.yaml"
-    text = (Path(assay.__file__).parent / "artifacts" / "checklists" / "qags.yaml").read_text()
+    text = (Path(assay.__file__).parent / "methods" / "checkeval" / "checklists" / "qags.yaml").read_text()
     path.write_text(text)
     judge = ScriptedJudge(lambda r: "\n".join(f"Q{i}: yes" for i in range(1, len(_questions(r)) + 1)))
     qags = assay.load_dataset("qags-xsum").select(limit=1)

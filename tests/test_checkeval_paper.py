@@ -26,7 +26,7 @@ from assay.methods.checkeval.method import CheckEvalOptions
 from assay.methods.checkeval.paper import PAPER_POOLS, split_questions
 from published import published_dir
 
-POOLS = resources.files("assay.artifacts").joinpath("checklists/paper")
+POOLS = resources.files("assay.methods.checkeval").joinpath("checklists/paper")
 STAGES = ("seed", "diversification", "elaboration")
 # Questions per released file, counted as the data README counts them (one per '?'); the diversification and
 # elaboration files repeat the seed questions first. Totals: SummEval 15 + 50 + 87, Topical-Chat 18 + 49 + 76.

@@ -18,7 +18,7 @@ from assay.methods.geval.paper import build_paper_prompt, paper_prompt, released
 from assay.prompts import MATERIAL_NOTE
 from published import published_dir
 
-PAPER = resources.files("assay").joinpath("artifacts/geval/paper")
+PAPER = resources.files("assay.methods.geval").joinpath("paper_prompts")
 FILES = {"summeval": "geval_summeval.yaml", "topical-chat": "geval_topical_chat.yaml"}
 DIMS = {"summeval": ["coherence", "consistency", "fluency", "relevance"],
         "topical-chat": ["naturalness", "coherence", "engagingness", "groundedness"]}

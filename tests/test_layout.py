@@ -89,7 +89,7 @@ def test_no_flat_helper_modules_are_left():
                   if m.name.startswith(("seal_", "geval_", "checkeval_", "gereval_")))
     assert flat == []
     assert importlib.util.find_spec("assay.rubrics") is None
-    assert sorted(p.name for p in (SRC / "artifacts").glob("*.py")) == ["__init__.py"]
+    assert not (SRC / "artifacts").exists()  # method artifacts live beside their code (issue 15)
 
 
 def test_no_module_imports_itself_back_when_it_loads():
@@ -104,3 +104,18 @@ def test_the_cli_and_api_take_judge_and_method_names_from_the_registries():
         assert DEFAULT_JUDGE not in text, f"{file.name} spells out the default judge: use assay.judges.DEFAULT_JUDGE"
         for listing in ("direct, geval", "``direct``, ``geval``", "openai:MODEL, openai:MODEL@URL, replay"):
             assert listing not in text.replace('"', ""), f"{file.name} lists names the registries hold: {listing!r}"
+
+
+def test_methods_keep_no_table_keyed_by_dataset_names():
+    """A method finds its artifact for a dataset through the dataset's card (issue 15), never a dict of its own."""
+    from assay.datasets import list_datasets
+
+    names = {info.name for info in list_datasets()}
+    tables = []
+    for file in (SRC / "methods").rglob("*.py"):
+        for node in ast.walk(ast.parse(file.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Dict):
+                keys = {k.value for k in node.keys if isinstance(k, ast.Constant) and isinstance(k.value, str)}
+                if keys & names:
+                    tables.append(f"{file.relative_to(SRC)}:{node.lineno}")
+    assert tables == []

@@ -95,3 +95,29 @@ def test_judge_groups_from_a_yaml_file(tmp_path):
     (tmp_path / "bad.yaml").write_text("- just a list\n")
     with pytest.raises(ConfigError, match="bad.yaml"):
         load_groups(tmp_path / "bad.yaml")
+
+
+def test_qags_meta_evaluation_reads_its_human_ratings_on_their_0_1_scale(tmp_path):
+    """QAGS's human rating is a share of consistent sentences (0-1) while the judge rates 1-5: the quality split
+    must cut the ratings at 0.5, not at 3 (which left every item in the low group)."""
+    import assay
+    from assay.judges.scripted import ScriptedJudge
+    from assay.meta import meta_evaluate
+
+    qags = assay.load_dataset("qags-xsum").select(limit=12)
+    humans = [s.human["consistency"] for s in qags.samples]
+    assert set(humans) == {0.0, 1.0}
+    answers = iter(["5" if h else "1" for h in humans])
+    assay.evaluate(qags, method="direct", judge=ScriptedJudge(lambda r: next(answers)), run_dir=tmp_path / "run")
+    table = load_scores(tmp_path / "run")
+    assert table.scales["consistency"] == (0.0, 1.0, False)  # the card's human scale, not the manifest's 1-5
+    res = meta_evaluate(tmp_path / "run", split=True)
+    split = {r["dimension"]: r for r in res["quality_split"]}["consistency"]
+    assert split["threshold"] == 0.5 and "0-1 scale" in split["rule"]
+    assert (split["high"]["items"], split["low"]["items"]) == (humans.count(1.0), humans.count(0.0))
+    assert {r["dimension"]: r for r in res["rows"]}["consistency"]["pearson"] == pytest.approx(1.0)
+    scores = tmp_path / "s.csv"
+    pd.DataFrame({"id": range(3), "pred": [1, 5, 3], "gold": [0.0, 1.0, 0.5]}).to_csv(scores, index=False)
+    mapped = load_scores(scores, parse_mapping(["id=id", "score.consistency=pred", "human.consistency=gold"]),
+                         dataset="qags-cnndm")
+    assert mapped.scales["consistency"] == (0.0, 1.0, False)

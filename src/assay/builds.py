@@ -154,7 +154,7 @@ def _plan_checklist(dataset: Dataset, dimensions: list[str] | None, opts: Checkl
         parse_checklist,
     )
 
-    seeds = load_checklist(opts.seeds or default_checklist(dataset.name))
+    seeds = load_checklist(opts.seeds or default_checklist(dataset.info))
     for d in dimensions or []:
         seeds.dimension(d)  # unknown names fail here
     settings = BuildSettings(**opts.model_dump(exclude={"seeds", "name"}))

@@ -132,7 +132,7 @@ class CheckEvalReader(AnswerReader):
         from assay.methods.checkeval.prompts import Asked
 
         super().__init__(dataset, dimension, answers, strict=strict)
-        self.spec = checklist or default_checklist(dataset.name)
+        self.spec = checklist or default_checklist(dataset.info)
         self.checklist = load_checklist(self.spec)
         self.cdim = self.checklist.dimension(self.dimension.name)
         self.questions = [Asked(q.id or "", sub.name, q.text) for sub in self.cdim.sub_dimensions for q in sub.kept()]
@@ -207,7 +207,7 @@ class GerEvalReader(AnswerReader):
         if not rubric:
             raise ConfigError("gereval import needs --rubric FILE, human:<dataset> or human (the criteria scored)")
         self.rubric_spec = rubric
-        self.rubric = human_rubric(dataset.name) if rubric == "human" else load_rubric(rubric)
+        self.rubric = human_rubric(dataset.info) if rubric == "human" else load_rubric(rubric)
         super().__init__(dataset, dimension, answers, strict=strict)
 
     def _dimension(self, name: str) -> Dimension:

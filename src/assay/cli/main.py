@@ -280,7 +280,9 @@ def datasets(name: Annotated[str | None, typer.Argument(help="Show one dataset")
         table.add_column(col)
     for d in ds.info.dimensions:
         rated = sum(d.name in s.human for s in ds.samples)
-        table.add_row(d.name, d.scale.label(), str(rated), d.definition)
+        human = ds.info.human_scale(d.name)
+        scale = d.scale.label() + (f" (human ratings {human.label()})" if human != d.scale else "")
+        table.add_row(d.name, scale, str(rated), d.definition)
     out.print(table)
 
 

@@ -1,8 +1,8 @@
-"""Datasets: the named benchmarks (bundled), any file in their layouts, and any file with a field mapping.
+"""Datasets: each is one card (:mod:`assay.datasets.catalog`); the shipped cards form the registry.
 
-``load_dataset("topical-chat")`` loads the bundled copy; ``load_dataset("summeval:/my/copy.jsonl")``
-reads a user's copy in one of that benchmark's public layouts; ``load_dataset("my_data.yaml")``
-reads a dataset described by a spec file (see :mod:`assay.datasets.generic`).
+``load_dataset("topical-chat")`` loads the bundled copy named by its card; ``load_dataset("summeval:/my/copy.jsonl")``
+reads a user's copy in that card's layout; ``load_dataset("my_data.yaml")`` reads a user's card (the same format,
+usually with a field mapping: see :mod:`assay.datasets.generic`).
 """
 
 from __future__ import annotations
@@ -10,16 +10,16 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
-from importlib import resources
 from pathlib import Path
 
-from assay.datasets import loaders
-from assay.datasets.catalog import CATALOG, DatasetInfo
+from assay.datasets.catalog import CATALOG, DatasetInfo, card_of, get_info, parse_card
+from assay.datasets.generic import load_records_mapped
+from assay.datasets.loaders import READERS
 from assay.datasets.readers import read_records
-from assay.errors import ConfigError, InputError, did_you_mean
+from assay.errors import ConfigError, InputError
 from assay.types import Dimension, Sample
 
-__all__ = ["CATALOG", "Dataset", "DatasetInfo", "list_datasets", "load_dataset"]
+__all__ = ["CATALOG", "Dataset", "DatasetInfo", "card_of", "get_info", "list_datasets", "load_card", "load_dataset"]
 
 
 @dataclass(frozen=True)
@@ -86,7 +86,7 @@ class Dataset:
         check_unique(samples, None)
         check_ratings(samples, dimensions, None)
         info = DatasetInfo(
-            name=name, loader="python", file="", task=task, input_name=input_name, output_name=output_name,
+            name=name, file="", task=task, input_name=input_name, output_name=output_name,
             dimensions=tuple(dimensions), default_dimensions=tuple(d.name for d in dimensions),
             level=level, contrast_field=dimensions[0].name, provenance="samples passed from Python")
         blob = "\n".join(s.model_dump_json() for s in samples).encode()
@@ -98,40 +98,50 @@ class Dataset:
 
 
 def list_datasets() -> list[DatasetInfo]:
-    """The named benchmarks, in registry order."""
+    """The shipped dataset cards, in registry order."""
     return list(CATALOG.values())
 
 
-def get_info(name: str) -> DatasetInfo:
-    if name not in CATALOG:
-        raise ConfigError(f"unknown dataset {name!r}." + did_you_mean(name, list(CATALOG)))
-    return CATALOG[name]
-
-
 def load_dataset(spec: str) -> Dataset:
-    """Load a dataset by name, ``name:path`` or spec-file path.
+    """Load a dataset by name, ``name:path`` or card-file path.
 
     Raises:
         ConfigError: Unknown name.
-        InputError: A file that is missing, malformed, or has a bad or duplicate record.
+        InputError: A card or data file that is missing or malformed, or a bad or duplicate record.
     """
     if spec.endswith((".yaml", ".yml")):
-        from assay.datasets.generic import load_spec_file
-
-        return load_spec_file(Path(spec))
+        path = Path(spec)
+        return load_card(parse_card(path), card_bytes=path.read_bytes())
     name, _, path_s = spec.partition(":")
-    info = get_info(name)
-    if path_s:
-        path = Path(path_s)
-        data = path.read_bytes() if path.exists() else b""
+    return load_card(get_info(name), Path(path_s) if path_s else None)
+
+
+def load_card(info: DatasetInfo, path: Path | None = None, *, card_bytes: bytes = b"") -> Dataset:
+    """The samples of a card's data file (or of ``path``, a copy in the same layout), checked.
+
+    Args:
+        info: The card.
+        path: A file to read instead of the card's own.
+        card_bytes: The card file's bytes, hashed with the data when the card is the user's (its mapping
+            decides what the samples are); empty for a shipped card, whose hash is the data file's alone.
+
+    Raises:
+        InputError: Missing or malformed file, a bad or duplicate record, or a human rating off the scale the
+            card declares for it.
+    """
+    path = path if path is not None else Path(info.file)
+    if info.reader is not None:
+        samples = READERS[info.reader](path)
+    elif info.fields is not None:
+        samples = load_records_mapped(path, info.fields, info.human)
     else:
-        ref = resources.files("assay.datasets") / "data" / info.file
-        data = ref.read_bytes()
-        path = Path(str(ref))
-    samples = getattr(loaders, info.loader)(path)
+        raise InputError("the card says neither how to read its file (`reader`) nor which field holds what "
+                         "(`fields`)", file=info.name, field="reader")
     check_not_empty(samples, path)
-    check_unique(samples, path)  # no scale check: a benchmark's human scale may differ from the judge's (QAGS 0-1)
-    return Dataset(info=info, samples=samples, sha256=hashlib.sha256(data).hexdigest(), path=str(path))
+    check_unique(samples, path)
+    check_ratings(samples, info.human_dimensions(), path, field_of=info.human.get)
+    digest = hashlib.sha256(path.read_bytes() + card_bytes).hexdigest()
+    return Dataset(info=info, samples=samples, sha256=digest, path=str(path))
 
 
 def check_unique(samples: list[Sample], file: str | Path | None) -> None:
@@ -161,8 +171,8 @@ def check_ratings(samples: list[Sample], dimensions: Iterable[Dimension], file: 
     """Raise on the first human rating outside its dimension's scale, naming file, record and field.
 
     A rating off the scale is a mislabelled column or a scale declared wrong; either way every
-    correlation with it would be quietly wrong. Checked where the user declares the scale (a dataset
-    spec, samples made in Python); a benchmark may rate on another scale than its judge's (QAGS: 0-1).
+    correlation with it would be quietly wrong. Checked against the scale the card declares for the human
+    ratings (a dimension's ``human_scale``, which may differ from the judge's, as QAGS's 0-1 share does).
 
     Args:
         samples: The samples, one per record of ``file`` in file order.

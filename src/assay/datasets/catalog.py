@@ -1,191 +1,252 @@
-"""The named benchmarks: where their data lives, their task, dimensions, scales and correlation level."""
+"""The dataset card (one YAML file says all assay knows of a dataset) and the registry of the shipped cards.
+
+A card names its data file and how to read it, its provenance and licence, the task, what input and
+output are called, every human-rated dimension (definition, the judge's scale, the human ratings' scale
+where it differs), the correlation level, and the method artifacts made for it (CheckEval checklist,
+SEAL spec entry, G-Eval criteria, GER-Eval task). The shipped cards live in ``assay/datasets/cards/``;
+a user's card is the same format (``load_dataset("my_data.yaml")``). Methods look their artifacts up
+through the card, never through a table of dataset names of their own.
+"""
 
 from __future__ import annotations
 
-from typing import Literal
+from collections.abc import Iterator, Mapping
+from functools import cache
+from importlib import resources
+from pathlib import Path
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict
+import yaml
+from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
+from assay.datasets.loaders import READERS
+from assay.errors import ConfigError, InputError, did_you_mean
 from assay.types import Dimension, Scale
 
 Level = Literal["sample", "system", "dataset"]
+DEFAULT_TASK = "Evaluate the quality of generated text."
 
-LIKERT5, LIKERT3, BINARY, LIKERT0_4, LIKERT10 = (
-    Scale(low=1, high=5), Scale(low=1, high=3), Scale(low=0, high=1), Scale(low=0, high=4), Scale(low=1, high=10))
+
+class FieldMap(BaseModel):
+    """Which record field holds each part of a Sample (only ``output`` is required)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    id: str | None = None
+    doc_id: str | None = None
+    system_id: str | None = None
+    source: str | None = None
+    output: str
+    reference: str | None = None
+    context: str | None = None
+
+
+class ArtifactNames(BaseModel):
+    """The method artifacts made for a dataset, by name; a method without one says what it did instead.
+
+    Attributes:
+        checkeval: Shipped checklist (``assay/methods/checkeval/checklists/<name>.yaml``) or a checklist file
+            (``.yaml``/``.yml``, relative to the card).
+        checkeval_paper: The authors' released question pool used under ``--preset paper``.
+        seal: Entry of the SEAL spec's ``datasets:`` table (dimension -> recipe); the dataset's name when absent.
+        geval: Task of ``assay/methods/geval/criteria.yaml`` whose criteria the judge is given.
+        geval_paper: Released G-Eval prompt file (``assay/methods/geval/paper_prompts/``) for ``--criteria paper``.
+        gereval: Entry of ``assay/methods/gereval/gereval_tasks.yaml`` and ``human_rubrics.yaml``.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    checkeval: str | None = None
+    checkeval_paper: str | None = None
+    seal: str | None = None
+    geval: str | None = None
+    geval_paper: str | None = None
+    gereval: str | None = None
 
 
 class DatasetInfo(BaseModel):
-    """What assay knows about a named benchmark.
+    """A dataset card: what assay knows about a dataset.
 
     Attributes:
         name: Registry name.
-        loader: Name of the layout reader in :mod:`assay.datasets.loaders`.
-        file: The bundled data file (inside the package), gzipped.
+        file: The data file (a card file gives it relative to itself; held resolved).
+        reader: Name of the layout reader in :data:`assay.datasets.loaders.READERS` (a benchmark's
+            public layout); None when ``fields`` maps the records instead.
+        fields: Which record field holds each part of a sample (any JSON/JSONL/CSV/Parquet file).
+        human: Dimension -> record field holding its human rating (with ``fields``).
         task: Plain description of the task, used by prompts (G-Eval's task introduction,
             GER-Eval's task description).
         input_name / output_name: What the input and output are called in prompts.
         context_name: What the extra grounding is called, if the set has one.
         dimensions: Every human-rated dimension, with the definition and scale a judge is given.
+        human_scales: The scale of a dimension's human ratings where it is not the judge's (QAGS
+            consistency: a share of sentences, 0-1, judged on 1-5); a card writes it as the
+            dimension's ``human_scale``.
         default_dimensions: The dimensions the papers report, judged when none is named.
         level: The conventional correlation level for this set in the literature.
         contrast_field: The human rating that picks high/low examples (GER-Eval's contrastive prompt).
-        provenance: Origin and licence of the bundled copy.
+        provenance: Origin of the data.
+        licence: The data's licence, where known.
+        artifacts: The method artifacts made for this dataset, by name.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     name: str
-    loader: str
     file: str
-    task: str
-    input_name: str
-    output_name: str
+    reader: str | None = None
+    fields: FieldMap | None = None
+    human: dict[str, str] = {}
+    task: str = DEFAULT_TASK
+    input_name: str = "input"
+    output_name: str = "output"
     context_name: str | None = None
     dimensions: tuple[Dimension, ...]
-    default_dimensions: tuple[str, ...]
-    level: Level
-    contrast_field: str
-    provenance: str
+    human_scales: dict[str, Scale] = {}
+    default_dimensions: tuple[str, ...] = ()
+    level: Level = "dataset"
+    contrast_field: str = ""
+    provenance: str = ""
+    licence: str | None = None
+    artifacts: ArtifactNames = ArtifactNames()
+
+    @model_validator(mode="before")
+    @classmethod
+    def _human_scales_from_dimensions(cls, data: Any) -> Any:
+        """A card writes a dimension's human scale beside it; it is held apart so that the Dimension a
+        method receives (and records) stays the judge's."""
+        if not isinstance(data, dict) or not isinstance(data.get("dimensions"), list):
+            return data
+        dims, scales = [], dict(data.get("human_scales") or {})
+        for d in data["dimensions"]:
+            if isinstance(d, dict) and "human_scale" in d:
+                d = dict(d)
+                scales[d.get("name")] = d.pop("human_scale")
+            dims.append(d)
+        return {**data, "dimensions": dims, "human_scales": scales}
 
     def dimension(self, name: str) -> Dimension:
         for d in self.dimensions:
             if d.name == name:
                 return d
-        from assay.errors import ConfigError, did_you_mean
-
         raise ConfigError(f"dataset {self.name!r} has no dimension {name!r}."
                           + did_you_mean(name, [d.name for d in self.dimensions]))
 
+    def human_scale(self, name: str) -> Scale:
+        """The scale of the human ratings of a dimension: its own ``human_scale``, else the judge's."""
+        return self.human_scales.get(name) or self.dimension(name).scale
 
-# Definitions follow the benchmarks' own annotation guidelines as the seed papers quote them
-# (SummEval: Fabbri et al. 2021 via G-Eval; dialogue: USR, Mehri and Eskenazi 2020;
-# HelpSteer2: Wang et al. 2024; SumPubMed: GER-Eval's appendix A.2), in assay's wording.
-_SUMMEVAL_DIMS = (
-    Dimension(name="coherence", scale=LIKERT5, definition=(
-        "The collective quality of all sentences: the summary should be well structured and well "
-        "organised, building from sentence to sentence into a coherent body of information about the "
-        "topic, not a heap of related facts.")),
-    Dimension(name="consistency", scale=LIKERT5, definition=(
-        "The factual alignment between the summary and the source: a consistent summary states only "
-        "facts supported by the source document and adds no hallucinated facts.")),
-    Dimension(name="fluency", scale=LIKERT5, definition=(
-        "The quality of the individual sentences: free of grammar, spelling, punctuation, word-choice "
-        "and sentence-structure errors that make the text hard to read.")),
-    Dimension(name="relevance", scale=LIKERT5, definition=(
-        "The selection of important content from the source: the summary should contain only the "
-        "important information of the source and no redundancies or excess information.")),
-)
-_SUMMEVAL_OVERALL = Dimension(name="overall", scale=LIKERT5,
-                              definition="Overall quality of the summary (the mean of the four dimensions).")
+    def human_dimensions(self) -> list[Dimension]:
+        """The dimensions with the scale their human ratings are on (for checking and comparing ratings)."""
+        return [d.model_copy(update={"scale": self.human_scale(d.name)}) for d in self.dimensions]
 
-_TOPICAL_DIMS = (
-    Dimension(name="naturalness", scale=LIKERT3, definition=(
-        "Whether the response is naturally written: something a person would plausibly say in this "
-        "conversation.")),
-    Dimension(name="coherence", scale=LIKERT3, definition=(
-        "Whether the response is a valid continuation of the conversation history: it follows on from "
-        "what was said and stays on topic.")),
-    Dimension(name="engagingness", scale=LIKERT3, definition=(
-        "Whether the response is interesting and engaging rather than dull, inviting the conversation "
-        "to go on.")),
-    Dimension(name="groundedness", scale=BINARY, definition=(
-        "Whether the response uses the given knowledge fact correctly (1) or not at all / wrongly (0).")),
-    Dimension(name="understandability", scale=BINARY, definition=(
-        "Whether the response is understandable in the context of the conversation (1) or not (0).")),
-    Dimension(name="overall", scale=LIKERT5, definition="Overall quality of the response."),
-)
 
-_USR_DIMS = (
-    Dimension(name="understandable", scale=BINARY, definition=_TOPICAL_DIMS[4].definition),
-    Dimension(name="natural", scale=LIKERT3, definition=_TOPICAL_DIMS[0].definition),
-    Dimension(name="maintains_context", scale=LIKERT3, definition=(
-        "Whether the response serves as a valid continuation of the conversation and keeps its context.")),
-    Dimension(name="engaging", scale=LIKERT3, definition=_TOPICAL_DIMS[2].definition),
-    Dimension(name="uses_knowledge", scale=BINARY, definition=(
-        "Whether the response uses the given persona facts (1) or not (0).")),
-    Dimension(name="overall", scale=LIKERT5, definition="Overall quality of the response."),
-)
+def card_problems(info: DatasetInfo) -> list[tuple[str, str]]:
+    """What is inconsistent inside a card, as (field, message): the schema alone cannot see these."""
+    names = [d.name for d in info.dimensions]
+    out: list[tuple[str, str]] = []
+    if not names:
+        out.append(("dimensions", "define at least one dimension"))
+    out += [(f"dimensions.{i}", f"dimension {n!r} is defined twice") for i, n in enumerate(names) if n in names[:i]]
+    if (info.reader is None) == (info.fields is None):
+        out.append(("reader", "give either `reader` (a benchmark layout: " + ", ".join(sorted(READERS))
+                    + ") or `fields` (which record field holds what), not both"))
+    elif info.reader is not None and info.reader not in READERS:
+        out.append(("reader", f"unknown reader {info.reader!r}." + did_you_mean(info.reader, list(READERS))))
+    if info.human and info.fields is None:
+        out.append(("human", "`human` maps record fields and goes with `fields`"))
+    known = ", ".join(names)
+    out += [(f"human.{d}", f"a human rating for {d!r}, which is not a dimension defined under 'dimensions' ({known})")
+            for d in info.human if d not in names]
+    out += [(f"dimensions.{d}.human_scale", f"{d!r} is not a dimension") for d in info.human_scales if d not in names]
+    out += [("default_dimensions", f"{d!r} is not a dimension ({known})")
+            for d in info.default_dimensions if d not in names]
+    if info.contrast_field and info.contrast_field not in names:
+        out.append(("contrast_field", f"{info.contrast_field!r} is not a dimension ({known})"))
+    return out
 
-_QAGS_DIMS = (Dimension(name="consistency", scale=LIKERT5, definition=_SUMMEVAL_DIMS[1].definition),)
 
-_HELPSTEER_DIMS = (
-    Dimension(name="helpfulness", scale=LIKERT0_4, definition="Overall helpfulness of the response to the prompt."),
-    Dimension(name="correctness", scale=LIKERT0_4, definition=(
-        "Inclusion of all pertinent facts without errors.")),
-    Dimension(name="coherence", scale=LIKERT0_4, definition="Consistency and clarity of expression."),
-    Dimension(name="complexity", scale=LIKERT0_4, definition=(
-        "Intellectual depth required to write the response (basic language competency vs deep expertise).")),
-    Dimension(name="verbosity", scale=LIKERT0_4, definition=(
-        "Amount of detail included in the response, relative to what the prompt asks for.")),
-)
+def parse_card(path: Path) -> DatasetInfo:
+    """A card from its YAML file, its data file resolved against the card's folder and its defaults filled in.
 
-_SUMPUBMED_DIMS = (
-    Dimension(name="FN", scale=LIKERT10, definition="Fluency and naturalness of the summary's language."),
-    Dimension(name="Non-Re", scale=LIKERT10, definition="Non-redundancy: the summary does not repeat content."),
-    Dimension(name="Coh", scale=LIKERT10,
-              definition="Coherence: the summary is well structured and logically ordered."),
-    Dimension(name="Read", scale=LIKERT10, definition="Readability: the summary is easy to read and understand."),
-    Dimension(name="IOF", scale=LIKERT10, definition=(
-        "Informativeness, overlap and focus: the summary covers the article's key content and stays on it.")),
-)
+    Raises:
+        InputError: Missing file, bad YAML, or a field that is missing, unknown or inconsistent (named).
+    """
+    if not path.is_file():
+        raise InputError("file not found", file=str(path))
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        raise InputError(f"invalid YAML: {exc}", file=str(path),
+                         record=f"line {mark.line + 1}" if mark else None) from exc
+    if not isinstance(raw, dict):
+        raise InputError("a dataset card is a mapping (name, file, dimensions, ...)", file=str(path))
+    try:
+        info = DatasetInfo.model_validate(raw)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        raise InputError(err["msg"], file=str(path), field=".".join(str(p) for p in err["loc"])) from exc
+    problems = card_problems(info)
+    if problems:
+        raise InputError(problems[0][1], file=str(path), field=problems[0][0])
+    names = tuple(d.name for d in info.dimensions)
+    checklist = info.artifacts.checkeval
+    if checklist is not None and checklist.endswith((".yaml", ".yml")):
+        own = str((path.parent / checklist).resolve())
+        info = info.model_copy(update={"artifacts": info.artifacts.model_copy(update={"checkeval": own})})
+    return info.model_copy(update={
+        "file": str((path.parent / info.file).resolve()),
+        "default_dimensions": info.default_dimensions or names,
+        "contrast_field": info.contrast_field or names[0],
+        "provenance": info.provenance or f"user data from {path}",
+    })
 
-_SUMMEVAL_TASK = ("Summarisation of news articles (CNN/DailyMail): a system writes a short summary of "
-                  "a news article.")
-_QAGS_TASK = "Summarisation of news articles: a system writes a summary that must be faithful to the article."
 
-CATALOG: dict[str, DatasetInfo] = {d.name: d for d in [
-    DatasetInfo(
-        name="summeval", loader="load_summeval", file="summeval.json.gz", task=_SUMMEVAL_TASK,
-        input_name="news article", output_name="summary", dimensions=(*_SUMMEVAL_DIMS, _SUMMEVAL_OVERALL),
-        default_dimensions=("coherence", "consistency", "fluency", "relevance"), level="sample",
-        contrast_field="relevance",
-        provenance=("SummEval (Fabbri et al. 2021, MIT): 100 CNN/DM articles x 16 systems, expert means, in "
-                    "the UniEval/G-Eval summeval.json layout, rebuilt from neulab/BARTScore (Apache-2.0).")),
-    DatasetInfo(
-        name="summeval-experts", loader="load_summeval", file="summeval_annotations_12_systems.jsonl.gz",
-        task=_SUMMEVAL_TASK, input_name="news article", output_name="summary", dimensions=_SUMMEVAL_DIMS,
-        default_dimensions=("coherence", "consistency", "fluency", "relevance"), level="sample",
-        contrast_field="relevance",
-        provenance=("SummEval release (MIT), model_annotations layout with the 3 experts' ratings kept per "
-                    "annotator; 12 abstractive systems x 100 articles, via DAMO-NLP-SG/LLM_summeval.")),
-    DatasetInfo(
-        name="topical-chat", loader="load_unieval_dialogue", file="topical_chat.json.gz",
-        task=("Knowledge-grounded open-domain dialogue: given a conversation history and a knowledge fact, "
-              "a system writes the next response."),
-        input_name="conversation history", output_name="response", context_name="knowledge fact",
-        dimensions=_TOPICAL_DIMS, default_dimensions=("naturalness", "coherence", "engagingness", "groundedness"),
-        level="dataset", contrast_field="overall",
-        provenance=("Topical-Chat ratings of USR (Mehri and Eskenazi 2020) in the UniEval release (MIT); "
-                    "Topical-Chat is CDLA-Sharing-1.0. 60 contexts x 6 systems, means of 3 annotators.")),
-    DatasetInfo(
-        name="usr-persona-chat", loader="load_usr_persona", file="usr_persona_chat.json.gz",
-        task=("Persona-grounded open-domain dialogue: given a conversation history and the speaker's persona, "
-              "a system writes the next response."),
-        input_name="conversation history", output_name="response", context_name="persona",
-        dimensions=_USR_DIMS, default_dimensions=("natural", "maintains_context", "engaging", "uses_knowledge"),
-        level="dataset", contrast_field="overall",
-        provenance="USR PersonaChat ratings (Mehri and Eskenazi 2020) via tanyuqian/ctc-gen-eval (MIT)."),
-    DatasetInfo(
-        name="qags-cnndm", loader="load_qags", file="qags_cnndm.json.gz", task=_QAGS_TASK,
-        input_name="news article", output_name="summary", dimensions=_QAGS_DIMS,
-        default_dimensions=("consistency",), level="dataset", contrast_field="consistency",
-        provenance="QAGS (Wang et al. 2020), CNN/DM part, in the UniEval release (MIT)."),
-    DatasetInfo(
-        name="qags-xsum", loader="load_qags", file="qags_xsum.json.gz", task=_QAGS_TASK,
-        input_name="news article", output_name="summary", dimensions=_QAGS_DIMS,
-        default_dimensions=("consistency",), level="dataset", contrast_field="consistency",
-        provenance="QAGS (Wang et al. 2020), XSum part, in the UniEval release (MIT)."),
-    DatasetInfo(
-        name="helpsteer2", loader="load_helpsteer2", file="helpsteer2_validation.csv.gz",
-        task="Instruction following: a chat assistant writes a response to a user's prompt.",
-        input_name="prompt", output_name="response", dimensions=_HELPSTEER_DIMS,
-        default_dimensions=("helpfulness", "correctness", "coherence", "complexity", "verbosity"),
-        level="dataset", contrast_field="helpfulness",
-        provenance="HelpSteer2 validation split (NVIDIA, Wang et al. 2024, CC-BY-4.0), as used by GER-Eval."),
-    DatasetInfo(
-        name="sumpubmed", loader="load_sumpubmed", file="sumpubmed.csv.gz",
-        task="Biomedical summarisation: a system writes a short abstract of a PubMed research article.",
-        input_name="article", output_name="summary", dimensions=_SUMPUBMED_DIMS,
-        default_dimensions=("FN", "Non-Re", "Coh", "Read", "IOF"), level="dataset", contrast_field="IOF",
-        provenance="SumPubMed (Gupta et al. 2021): GER-Eval's 49-summary rated sample (MIT)."),
-]}
+def cards_dir() -> Path:
+    """Where the shipped cards live."""
+    return Path(str(resources.files("assay.datasets") / "cards"))
+
+
+@cache
+def shipped_cards() -> dict[str, DatasetInfo]:
+    """Every shipped card by name, in file-name order (a card is named as its file)."""
+    out = {}
+    for path in sorted(cards_dir().glob("*.yaml"), key=lambda p: p.stem):
+        card = parse_card(path)
+        if card.name != path.stem:
+            raise InputError(f"a shipped card is named as its file ({path.stem!r})", file=str(path), field="name")
+        out[card.name] = card
+    return out
+
+
+class _Registry(Mapping[str, DatasetInfo]):
+    """The shipped cards as a read-only mapping, read on first use."""
+
+    def __getitem__(self, name: str) -> DatasetInfo:
+        return shipped_cards()[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(shipped_cards())
+
+    def __len__(self) -> int:
+        return len(shipped_cards())
+
+
+CATALOG: Mapping[str, DatasetInfo] = _Registry()
+
+
+def get_info(name: str) -> DatasetInfo:
+    """The shipped card of a dataset name.
+
+    Raises:
+        ConfigError: Unknown name (with the nearest ones).
+    """
+    if name not in CATALOG:
+        raise ConfigError(f"unknown dataset {name!r}." + did_you_mean(name, list(CATALOG)))
+    return CATALOG[name]
+
+
+def card_of(dataset: str | DatasetInfo) -> DatasetInfo:
+    """A dataset's card: given, or the shipped card of a name (methods accept either)."""
+    return dataset if isinstance(dataset, DatasetInfo) else get_info(dataset)

@@ -1,9 +1,10 @@
-"""Any JSON / JSONL / CSV / Parquet file as a dataset, through a field mapping in a small YAML spec.
+"""Any JSON / JSONL / CSV / Parquet file as a dataset: a card whose ``fields`` map the records.
 
-Example spec (``my_data.yaml``)::
+A user's dataset is a card (:mod:`assay.datasets.catalog`) like the shipped ones, with a field mapping
+in place of a benchmark ``reader``. Example (``my_data.yaml``)::
 
     name: my-summaries
-    file: summaries.jsonl          # relative to the spec file
+    file: summaries.jsonl          # relative to the card
     task: Summarisation of support tickets.
     input_name: ticket
     output_name: summary
@@ -12,53 +13,20 @@ Example spec (``my_data.yaml``)::
     human: {coherence: coh_mean}   # dimension -> field with the human rating (optional)
     dimensions:
       - {name: coherence, definition: "The summary reads as one organised whole.", scale: {low: 1, high: 5}}
+    artifacts: {checkeval: my_checklist.yaml}   # optional: the method artifacts made for it
 """
 
 from __future__ import annotations
 
-import hashlib
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
-import yaml
-from pydantic import BaseModel, ConfigDict, ValidationError
-
-from assay.datasets.catalog import DatasetInfo
+from assay.datasets.catalog import FieldMap
 from assay.datasets.readers import field, number, read_records, text
 from assay.errors import InputError
-from assay.types import Dimension, Sample
+from assay.types import Sample
 
-
-class FieldMap(BaseModel):
-    """Which record field holds each part of a Sample (only ``output`` is required)."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    id: str | None = None
-    doc_id: str | None = None
-    system_id: str | None = None
-    source: str | None = None
-    output: str
-    reference: str | None = None
-    context: str | None = None
-
-
-class DatasetSpec(BaseModel):
-    """A user's dataset described in YAML: file, field mapping, dimensions."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    name: str
-    file: str
-    task: str = "Evaluate the quality of generated text."
-    input_name: str = "input"
-    output_name: str = "output"
-    context_name: str | None = None
-    level: Literal["sample", "system", "dataset"] = "dataset"
-    fields: FieldMap
-    human: dict[str, str] = {}
-    dimensions: list[Dimension]
-    contrast_field: str | None = None
+__all__ = ["FieldMap", "load_records_mapped", "load_spec_file"]
 
 
 def load_records_mapped(path: Path, fields: FieldMap, human: dict[str, str]) -> list[Sample]:
@@ -89,49 +57,8 @@ def load_records_mapped(path: Path, fields: FieldMap, human: dict[str, str]) -> 
     return out
 
 
-def _check_dimensions(spec: DatasetSpec, spec_path: Path) -> None:
-    """Dimensions defined once each, and human ratings only for defined dimensions (a typo would drop them)."""
-    if not spec.dimensions:
-        raise InputError("define at least one dimension", file=str(spec_path), field="dimensions")
-    names = [d.name for d in spec.dimensions]
-    for i, name in enumerate(names):
-        if name in names[:i]:
-            raise InputError(f"dimension {name!r} is defined twice", file=str(spec_path), field=f"dimensions.{i}")
-    for dim in spec.human:
-        if dim not in names:
-            raise InputError(f"a human rating for {dim!r}, which is not a dimension defined under 'dimensions' "
-                             f"({', '.join(names)})", file=str(spec_path), field=f"human.{dim}")
-
-
 def load_spec_file(spec_path: Path) -> Any:
-    """Load a dataset from its YAML spec (see the module docstring)."""
-    from assay.datasets import Dataset, check_not_empty, check_ratings, check_unique
+    """Load a dataset from its card file (the spec format of earlier versions is the same card)."""
+    from assay.datasets import load_dataset
 
-    if not spec_path.exists():
-        raise InputError("file not found", file=str(spec_path))
-    try:
-        raw = yaml.safe_load(spec_path.read_text(encoding="utf-8"))
-        spec = DatasetSpec.model_validate(raw)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        raise InputError(f"invalid YAML: {exc}", file=str(spec_path),
-                         record=f"line {mark.line + 1}" if mark else None) from exc
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        raise InputError(err["msg"], file=str(spec_path),
-                         field=".".join(str(p) for p in err["loc"])) from exc
-    _check_dimensions(spec, spec_path)
-    data_path = (spec_path.parent / spec.file).resolve()
-    samples = load_records_mapped(data_path, spec.fields, spec.human)
-    check_not_empty(samples, data_path)
-    check_unique(samples, data_path)
-    check_ratings(samples, spec.dimensions, data_path, field_of=spec.human.get)
-    dims = tuple(spec.dimensions)
-    info = DatasetInfo(
-        name=spec.name, loader="generic", file=str(data_path), task=spec.task, input_name=spec.input_name,
-        output_name=spec.output_name, context_name=spec.context_name, dimensions=dims,
-        default_dimensions=tuple(d.name for d in dims), level=spec.level,
-        contrast_field=spec.contrast_field or dims[0].name, provenance=f"user data from {spec_path}",
-    )
-    digest = hashlib.sha256(data_path.read_bytes() + spec_path.read_bytes()).hexdigest()
-    return Dataset(info=info, samples=samples, sha256=digest, path=str(data_path))
+    return load_dataset(str(spec_path))

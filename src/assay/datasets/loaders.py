@@ -1,4 +1,4 @@
-"""Layout readers: each turns one benchmark's public file layout into validated Samples."""
+"""Layout readers: each turns one benchmark's public file layout into validated Samples (a card's ``reader``)."""
 
 from __future__ import annotations
 
@@ -162,7 +162,7 @@ def load_helpsteer2(path: Path) -> list[Sample]:
 def load_sumpubmed(path: Path) -> list[Sample]:
     """GER-Eval's SumPubMed sample: ``text`` (article), ``shorter_abstract`` (rated), ``abstract``."""
     records = read_records(path)
-    dims = ["FN", "Non-Re", "Coh", "Read", "IOF"]
+    dims = ["Non-Re", "Coh", "Read", "IOF"]  # `FN` is a copy of the file number, not a rating
     out = []
     f = str(path)
     for i, r in enumerate(records):
@@ -175,3 +175,10 @@ def load_sumpubmed(path: Path) -> list[Sample]:
             human=_ratings(r, dims, file=f, record=at),
         ))
     return out
+
+
+#: The layout readers by the name a card gives as its ``reader``.
+READERS: dict[str, Loader] = {
+    "summeval": load_summeval, "unieval_dialogue": load_unieval_dialogue, "usr_persona": load_usr_persona,
+    "qags": load_qags, "helpsteer2": load_helpsteer2, "sumpubmed": load_sumpubmed,
+}

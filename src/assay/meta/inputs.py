@@ -157,7 +157,11 @@ def _fill_scales(table: ScoreTable) -> None:
     if info is None:
         return
     for d in info.dimensions:
-        table.scales.setdefault(d.name, (d.scale.low, d.scale.high, d.scale.integer))
+        human = info.human_scale(d.name)
+        if d.name in info.human_scales:  # a run's manifest records the judge's scale, not the ratings'
+            table.scales[d.name] = (human.low, human.high, human.integer)
+        else:
+            table.scales.setdefault(d.name, (human.low, human.high, human.integer))
 
 
 def _get(rec: Record, dotted: str) -> Any:

@@ -21,17 +21,12 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
+from assay.datasets.catalog import CATALOG, DatasetInfo, card_of
 from assay.errors import AssayError, ConfigError, InputError, did_you_mean
 
 Origin = Literal["seed", "diversification", "elaboration", "manual"]
 ORIGINS: tuple[str, ...] = ("seed", "diversification", "elaboration", "manual")
 GROWN: tuple[str, ...] = ("diversification", "elaboration")
-
-# Which shipped checklist a dataset uses when none is named.
-DATASET_CHECKLISTS = {
-    "summeval": "summeval", "summeval-experts": "summeval", "topical-chat": "topical-chat",
-    "qags-xsum": "qags", "qags-cnndm": "qags",
-}
 
 
 class Question(BaseModel):
@@ -306,7 +301,7 @@ def _message(error: Any) -> str:
 
 def shipped_dir() -> Path:
     """Where the package's checklists live."""
-    return Path(str(resources.files("assay.artifacts") / "checklists"))
+    return Path(str(resources.files("assay.methods.checkeval") / "checklists"))
 
 
 def shipped_checklists() -> list[str]:
@@ -328,7 +323,7 @@ def checklist_path(spec: str) -> Path:
     if path.is_file():
         return path
     if spec in PAPER_POOLS:
-        return Path(str(resources.files("assay.artifacts") / PAPER_DIR / PAPER_POOLS[spec].folder))
+        return Path(str(resources.files("assay.methods.checkeval") / PAPER_DIR / PAPER_POOLS[spec].folder))
     if spec in shipped_checklists():
         return shipped_dir() / f"{spec}.yaml"
     if spec.endswith((".yaml", ".yml")) or "/" in spec:
@@ -347,17 +342,29 @@ def load_checklist(spec: str) -> Checklist:
     return parse_checklist(path.read_text(encoding="utf-8"), str(path))
 
 
-def default_checklist(dataset: str) -> str:
-    """The shipped checklist a dataset uses when none is named.
+def default_checklist(dataset: str | DatasetInfo, *, paper: bool = False) -> str:
+    """The checklist a dataset's card names (``artifacts.checkeval``), used when none is named.
+
+    Args:
+        dataset: The dataset's card, or the name of a shipped one.
+        paper: The authors' released question pool instead (``artifacts.checkeval_paper``, CheckEval's
+            paper preset).
 
     Raises:
-        ConfigError: The dataset has none; the message says how to make one.
+        ConfigError: The card names none; the message says how to make one.
     """
-    if dataset not in DATASET_CHECKLISTS:
-        raise ConfigError(f"no checklist is shipped for dataset {dataset!r}: pass --checklist FILE "
-                          f"(write one, or build one with `assay checklist build`). "
-                          f"Shipped: {', '.join(shipped_checklists())}.")
-    return DATASET_CHECKLISTS[dataset]
+    info = card_of(dataset)
+    if paper:
+        if info.artifacts.checkeval_paper is None:
+            pools = sorted(n for n, c in CATALOG.items() if c.artifacts.checkeval_paper)
+            raise ConfigError(f"checkeval --preset paper: the authors released question pools for "
+                              f"{', '.join(pools)}, not {info.name!r}; pass --checklist")
+        return info.artifacts.checkeval_paper
+    if info.artifacts.checkeval is None:
+        raise ConfigError(f"no checklist is shipped for dataset {info.name!r}: pass --checklist FILE "
+                          f"(write one, or build one with `assay checklist build`, or name one in the dataset's "
+                          f"card as `artifacts: {{checkeval: FILE}}`). Shipped: {', '.join(shipped_checklists())}.")
+    return info.artifacts.checkeval
 
 
 def checklist_hash(checklist: Checklist) -> str:

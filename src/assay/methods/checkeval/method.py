@@ -23,6 +23,7 @@ from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
+from assay.datasets.catalog import DatasetInfo
 from assay.errors import ConfigError
 from assay.hashing import content_hash
 from assay.judges.base import Choice, Request
@@ -37,7 +38,6 @@ from assay.methods.checkeval.checklist import (
     dump_checklist,
     load_checklist,
 )
-from assay.methods.checkeval.paper import DATASET_PAPER_CHECKLISTS
 from assay.methods.checkeval.parse import p_yes_at, parse_answers
 from assay.methods.checkeval.prompts import Asked, build_prompt, plan_groups
 from assay.methods.presets import apply_preset
@@ -125,7 +125,7 @@ class CheckEval(Method):
             out["checklist_sha256"] = self.checklist_sha
         return out
 
-    def _load(self, dataset: str, dimensions: list[Dimension]) -> Checklist:
+    def _load(self, dataset: DatasetInfo, dimensions: list[Dimension]) -> Checklist:
         if self.checklist is None:
             spec = self.options.checklist or self._default_checklist(dataset)
             checklist = load_checklist(spec)
@@ -137,17 +137,12 @@ class CheckEval(Method):
             self.checklist_sha = checklist_hash(checklist)
         return self.checklist
 
-    def _default_checklist(self, dataset: str) -> str:
-        """The dataset's shipped checklist; under the paper preset, its released question pool."""
-        if self.options.preset != "paper":
-            return default_checklist(dataset)
-        if dataset not in DATASET_PAPER_CHECKLISTS:
-            raise ConfigError(f"checkeval --preset paper: the authors released question pools for "
-                              f"{', '.join(sorted(DATASET_PAPER_CHECKLISTS))}, not {dataset!r}; pass --checklist")
-        return DATASET_PAPER_CHECKLISTS[dataset]
+    def _default_checklist(self, dataset: DatasetInfo) -> str:
+        """The checklist the dataset's card names; under the paper preset, its released question pool."""
+        return default_checklist(dataset, paper=self.options.preset == "paper")
 
     async def prepare(self, ctx: RunContext) -> dict[str, Any]:
-        checklist = self._load(ctx.dataset.name, ctx.dimensions)
+        checklist = self._load(ctx.dataset.info, ctx.dimensions)
         stored = ctx.artifacts("checklist", dump_checklist(checklist))
         self._soft_active(ctx)
         return {"checklist": {
@@ -199,7 +194,7 @@ class CheckEval(Method):
         return entry, results
 
     async def score(self, sample: Sample, dimension: Dimension, ctx: RunContext) -> Judgment:
-        checklist = self._load(ctx.dataset.name, ctx.dimensions)
+        checklist = self._load(ctx.dataset.info, ctx.dimensions)
         cdim = checklist.dimension(dimension.name)
         soft = self._soft_active(ctx)
         usage = StageUsage()

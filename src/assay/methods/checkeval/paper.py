@@ -5,7 +5,7 @@ the seed questions, and the pools that diversification and elaboration grew from
 repeating the seed questions first. They did not release which questions their LLM filter removed, so
 the paper's final lists (SummEval 111, Topical-Chat 105 questions) cannot be rebuilt: these checklists
 are the pre-filter pools, every question kept, each with its stage (``origin``). The files ship byte
-for byte in ``assay/artifacts/checklists/paper/`` with their sha256 in ``provenance.yaml``.
+for byte in ``assay/methods/checkeval/checklists/paper/`` with their sha256 in ``provenance.yaml``.
 
 Reading follows the authors' own code and the data README: a sub-dimension's questions are one
 string, split at every '?'. A question of a diversification or elaboration file that repeats a seed
@@ -37,7 +37,7 @@ from assay.methods.checkeval.checklist import (
 PAPER_DIR = "checklists/paper"
 GROWN_STAGES: tuple[Origin, ...] = ("diversification", "elaboration")
 SOURCE = ("CheckEval (Lee et al. 2025): the authors' released question pools, github.com/yukyunglee/CheckEval "
-          "commit 610c7e0, prompt/{folder}/ (MIT; files and sha256 in assay/artifacts/checklists/paper/"
+          "commit 610c7e0, prompt/{folder}/ (MIT; files and sha256 in assay/methods/checkeval/checklists/paper/"
           "provenance.yaml). Pre-filter: seed + diversification + elaboration, all kept; the paper's filtered "
           "final list is not published.")
 
@@ -58,9 +58,6 @@ PAPER_POOLS = {
     "topical-chat-paper": PaperPool("topical_chat_questions", "topical_chat", "topical-chat",
                                     ("naturalness", "coherence", "engagingness", "groundedness")),
 }
-# Which released pool a dataset uses under CheckEval's paper preset.
-DATASET_PAPER_CHECKLISTS = {"summeval": "summeval-paper", "summeval-experts": "summeval-paper",
-                            "topical-chat": "topical-chat-paper"}
 
 
 def split_questions(text: Any) -> list[str]:
@@ -76,7 +73,7 @@ def _key(question: str) -> str:
 
 def released_file(pool: PaperPool, dimension: str, stage: str) -> dict[str, Any]:
     """One released file (``<dimension>_<stage>.yaml``) as YAML data."""
-    ref = resources.files("assay.artifacts").joinpath(f"{PAPER_DIR}/{pool.folder}/{dimension}_{stage}.yaml")
+    ref = resources.files("assay.methods.checkeval").joinpath(f"{PAPER_DIR}/{pool.folder}/{dimension}_{stage}.yaml")
     data = yaml.safe_load(ref.read_text(encoding="utf-8"))
     if not isinstance(data, dict) or not isinstance(data.get("sub_aspect"), dict):
         raise ValueError(f"{ref}: not a released CheckEval question file (no `sub_aspect`)")

@@ -243,7 +243,7 @@ class GerEval(Method):
         """The rubric named by the options (``human`` means the run dataset's), loaded once."""
         if self._rubric is None:
             spec = self.options.rubric
-            rubric = human_rubric(dataset.name) if spec == "human" else load_rubric(spec)
+            rubric = human_rubric(dataset.info) if spec == "human" else load_rubric(spec)
             if not rubric.criteria:
                 raise ConfigError(f"rubric {spec} has no criteria (its generation answers were all discarded; "
                                   "see provenance.discarded in the file)")

@@ -39,7 +39,8 @@ from pydantic import (
     model_validator,
 )
 
-from assay.errors import ConfigError, InputError
+from assay.datasets.catalog import DatasetInfo, card_of
+from assay.errors import ConfigError, InputError, did_you_mean
 from assay.types import Dimension, Scale
 
 RUBRIC_FORMAT = 1
@@ -306,21 +307,27 @@ class TaskText:
 def _task_table() -> dict[str, dict[str, str]]:
     import yaml
 
-    text = (resources.files("assay.artifacts") / "data" / "gereval_tasks.yaml").read_text(encoding="utf-8")
+    text = (resources.files("assay.methods.gereval") / "gereval_tasks.yaml").read_text(encoding="utf-8")
     table: dict[str, dict[str, str]] = yaml.safe_load(text)
     return table
 
 
 def task_text(info: Any) -> TaskText:
-    """The GER-Eval task descriptions of a dataset (its :class:`DatasetInfo`).
+    """The GER-Eval task descriptions of a dataset (its :class:`DatasetInfo`): the entry its card names
+    (``artifacts.gereval``).
 
-    Datasets without a shipped description (user spec files) use their ``task`` for both;
-    callers record that (``shipped`` is False).
+    Datasets whose card names none (user cards) use their ``task`` for both; callers record that
+    (``shipped`` is False).
+
+    Raises:
+        ConfigError: The card names an entry the tasks file does not have.
     """
     table = _task_table()
-    entry = table.get(info.name)
-    if entry and "same_as" in entry:
-        entry = table[entry["same_as"]]
+    name = info.artifacts.gereval
+    if name is not None and name not in table:
+        raise ConfigError(f"dataset {info.name!r}: its card names GER-Eval task {name!r}, which "
+                          "assay/methods/gereval/gereval_tasks.yaml does not have." + did_you_mean(name, list(table)))
+    entry = table.get(name) if name is not None else None
     if not entry:
         note = f"human rating '{info.contrast_field}'"
         return TaskText(generation=info.task, scoring=info.task, contrast_note=note, shipped=False)
@@ -341,15 +348,17 @@ def human_instruction(name: str, scale: NumericScale | CategoricalScale, input_n
 def _human_table() -> dict[str, dict[str, Any]]:
     import yaml
 
-    text = (resources.files("assay.artifacts") / "data" / "human_rubrics.yaml").read_text(encoding="utf-8")
+    text = (resources.files("assay.methods.gereval") / "human_rubrics.yaml").read_text(encoding="utf-8")
     table: dict[str, dict[str, Any]] = yaml.safe_load(text)
     return table
 
 
-def human_entry(dataset: str) -> dict[str, Any]:
-    """The shipped human-rubric entry of a dataset (``same_as`` followed), or {} when none is shipped."""
+def human_entry(dataset: str | DatasetInfo) -> dict[str, Any]:
+    """The shipped human-rubric entry its card names (``artifacts.gereval``, ``same_as`` followed), or {} when
+    none is shipped."""
+    name = card_of(dataset).artifacts.gereval
     table = _human_table()
-    entry = table.get(dataset) or {}
+    entry = table.get(name or "") or {}
     return table[entry["same_as"]] if "same_as" in entry else entry
 
 
@@ -367,20 +376,18 @@ def _human_criterion(d: Dimension, item: dict[str, Any], input_name: str, output
                      instruction=human_instruction(d.name, scale, input_name, output_name))
 
 
-def human_rubric(dataset: str) -> Rubric:
+def human_rubric(dataset: str | DatasetInfo) -> Rubric:
     """The human rubric of a bundled dataset: its annotation items, their definitions and scales.
 
-    The items, definitions and categorical labels come from ``assay/artifacts/data/human_rubrics.yaml``
+    The items, definitions and categorical labels come from ``assay/methods/gereval/human_rubrics.yaml``
     (each with its source, copied into the provenance); dimensions it does not describe use the catalog's
     definition and scale. The aggregate ``overall`` rating and the columns the file lists under
     ``left_out`` are not rubric items. Criterion names are the dataset's dimension names, so a run with
     this rubric is compared with the human ratings dimension by dimension.
     """
     from assay._version import __version__
-    from assay.datasets import get_info
-
-    info = get_info(dataset)
-    entry = human_entry(info.name)
+    info = card_of(dataset)
+    entry = human_entry(info)
     shipped, left_out = entry.get("criteria", {}), entry.get("left_out", {})
     criteria = [_human_criterion(d, shipped.get(d.name) or {}, info.input_name, info.output_name)
                 for d in info.dimensions if d.name not in _NOT_RUBRIC_ITEMS and d.name not in left_out]
@@ -394,6 +401,6 @@ def human_rubric(dataset: str) -> Rubric:
     notes.append(info.provenance)
     settings = {"instructions": "assay template",
                 "items": {name: list(v.get("items", [])) for name, v in shipped.items()},
-                "source_file": "assay/artifacts/data/human_rubrics.yaml" if entry else "catalog"}
+                "source_file": "assay/methods/gereval/human_rubrics.yaml" if entry else "catalog"}
     prov = Provenance(source="human", dataset=info.name, settings=settings, notes=notes, assay_version=__version__)
     return Rubric(dataset=info.name, task=task_text(info).scoring, criteria=tuple(criteria), provenance=prov)

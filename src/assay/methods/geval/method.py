@@ -3,7 +3,7 @@
 The method has three parts (paper, section 2), each in pure functions of this package:
 
 1. A prompt with the task introduction and the dimension's evaluation criteria
-   (:func:`assay.methods.geval.prompts.task_criteria`, shipped in ``assay/artifacts/geval/criteria.yaml`` for SummEval,
+   (:func:`assay.methods.geval.prompts.task_criteria`, shipped in ``assay/methods/geval/criteria.yaml`` for SummEval,
    Topical-Chat and QAGS, otherwise built from the dataset's dimension definition).
 2. Evaluation steps the judge writes itself from that introduction and criteria
    (:mod:`assay.methods.geval.steps`), generated once per (task, dimension,
@@ -296,7 +296,7 @@ class GEval(Method):
 
     def _paper_plan(self, dimension: Dimension, ctx: RunContext) -> DimensionPlan:
         """The released prompt of the dimension: its own steps (no steps call) and its own scale."""
-        pp = paper_prompt(ctx.dataset.name, dimension.name)
+        pp = paper_prompt(ctx.dataset.info, dimension.name)
         check_samples(ctx.dataset.samples, ctx.dataset.info, pp)
         record: dict[str, Any] = {
             "criteria_source": pp.source, "criteria_sha256": pp.digest(), "file_sha256": pp.file_sha256,

@@ -1,7 +1,7 @@
 """G-Eval's own prompts as released (``--criteria paper``): loading, their scales and steps, filling them safely.
 
 The CheckEval authors published the G-Eval prompts they ran for SummEval and Topical-Chat (taken from
-the G-Eval release; ``assay/artifacts/geval/paper/``, MIT, provenance beside them). With
+the G-Eval release; ``assay/methods/geval/paper_prompts/``, MIT, provenance beside them). With
 ``criteria: paper`` G-Eval uses them as they are: the released introduction, criteria and evaluation
 steps (no steps call), the scale each prompt states (SummEval fluency is 1-3 there, 1-5 in the data)
 and only the texts each prompt shows (the fluency prompt shows the summary, not the article). The one
@@ -19,19 +19,13 @@ from importlib import resources
 
 import yaml
 
-from assay.datasets.catalog import DatasetInfo
+from assay.datasets.catalog import CATALOG, DatasetInfo, card_of
 from assay.errors import ConfigError, InputError
 from assay.hashing import content_hash
 from assay.prompts import MATERIAL_NOTE, fence
 from assay.types import Dimension, Sample, Scale
 
-PAPER_DIR = "artifacts/geval/paper"
-# Which released prompt file serves which dataset (the release has SummEval and Topical-Chat only).
-PAPER_FILES = {
-    "summeval": "geval_summeval.yaml",
-    "summeval-experts": "geval_summeval.yaml",
-    "topical-chat": "geval_topical_chat.yaml",
-}
+PAPER_DIR = "paper_prompts"  # a dataset's card names its file (``artifacts.geval_paper``)
 _PLACEHOLDER = re.compile(r'"?\{\{(Document|Summary|Response|Fact)\}\}"?')
 _STEPS = re.compile(r"Evaluation Steps:[ \t]*\n(.*?)\n\s*\n\s*Example:", re.DOTALL)
 
@@ -69,7 +63,7 @@ class PaperPrompt:
 @lru_cache(maxsize=4)
 def _released(file: str) -> tuple[dict[str, str], str]:
     """A released prompt file's dimension -> template mapping and the sha256 of its bytes."""
-    data = resources.files("assay").joinpath(f"{PAPER_DIR}/{file}").read_bytes()
+    data = resources.files("assay.methods.geval").joinpath(f"{PAPER_DIR}/{file}").read_bytes()
     prompts = yaml.safe_load(data.decode("utf-8"))
     if not isinstance(prompts, dict) or not all(isinstance(v, str) for v in prompts.values()):
         raise ConfigError(f"{PAPER_DIR}/{file}: not a mapping of dimension -> prompt text")
@@ -95,16 +89,21 @@ def released_steps(template: str) -> str | None:
     return m.group(1).strip() if m else None
 
 
-def paper_prompt(dataset: str, dimension: str) -> PaperPrompt:
-    """The released prompt of a dataset's dimension.
+def paper_prompt(dataset: str | DatasetInfo, dimension: str) -> PaperPrompt:
+    """The released prompt of a dataset's dimension, from the file its card names (``artifacts.geval_paper``).
 
     Raises:
         ConfigError: The release has no prompt for this dataset or dimension (with what it has).
     """
-    file = PAPER_FILES.get(dataset)
+    info = card_of(dataset)
+    file = info.artifacts.geval_paper
     if file is None:
+        covered = sorted(n for n, c in CATALOG.items() if c.artifacts.geval_paper)
         raise ConfigError(f"geval --criteria paper: the released G-Eval prompts cover "
-                          f"{', '.join(sorted(PAPER_FILES))}, not {dataset!r}; use the default --criteria assay")
+                          f"{', '.join(covered)}, not {info.name!r}; use the default --criteria assay")
+    if not resources.files("assay.methods.geval").joinpath(f"{PAPER_DIR}/{file}").is_file():
+        raise ConfigError(f"dataset {info.name!r}: its card names the released G-Eval prompt file {file!r}, "
+                          f"which assay/methods/geval/{PAPER_DIR}/ does not have")
     prompts, sha = _released(file)
     if dimension not in prompts:
         raise ConfigError(f"geval --criteria paper: {file} has no prompt for {dimension!r} "

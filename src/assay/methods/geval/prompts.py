@@ -10,7 +10,7 @@ from typing import Any
 import yaml
 
 from assay.datasets.catalog import DatasetInfo
-from assay.errors import ConfigError
+from assay.errors import ConfigError, did_you_mean
 from assay.hashing import content_hash
 from assay.prompts import sample_blocks
 from assay.types import Dimension, Sample
@@ -40,7 +40,7 @@ class Criteria:
 @lru_cache(maxsize=1)
 def shipped_criteria() -> dict[str, Any]:
     """The criteria file shipped with assay, checked for its format."""
-    ref = resources.files("assay").joinpath("artifacts/geval/criteria.yaml")
+    ref = resources.files("assay.methods.geval").joinpath("criteria.yaml")
     data = yaml.safe_load(ref.read_text(encoding="utf-8"))
     if not isinstance(data, dict) or data.get("format") != CRITERIA_FORMAT:
         raise ConfigError(f"{ref}: not a {CRITERIA_FORMAT} file")
@@ -56,15 +56,23 @@ def generic_introduction(info: DatasetInfo) -> str:
 
 
 def task_criteria(info: DatasetInfo, dimension: Dimension) -> Criteria:
-    """The introduction and criterion for a dimension: shipped if assay has them for this dataset
-    and scale, otherwise built from the dimension's definition and scale."""
-    for task, spec in shipped_criteria()["tasks"].items():
-        if info.name not in spec["datasets"]:
-            continue
+    """The introduction and criterion for a dimension: the shipped task the dataset's card names
+    (``artifacts.geval``) where it has this dimension on this scale, otherwise built from the dimension's
+    definition and scale (``source`` says which).
+
+    Raises:
+        ConfigError: The card names a task the criteria file does not have.
+    """
+    task = info.artifacts.geval
+    if task is not None:
+        tasks = shipped_criteria()["tasks"]
+        if task not in tasks:
+            raise ConfigError(f"dataset {info.name!r}: its card names G-Eval criteria {task!r}, which "
+                              "assay/methods/geval/criteria.yaml does not have." + did_you_mean(task, list(tasks)))
+        spec = tasks[task]
         crit = spec["criteria"].get(dimension.name)
         if crit is not None and crit["scale"] == dimension.scale.label():
             return Criteria(spec["introduction"].strip(), " ".join(crit["text"].split()), f"shipped:{task}")
-        break
     return Criteria(generic_introduction(info), dimension.definition.strip(), "dataset")
 
 

@@ -20,6 +20,7 @@ import hashlib
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from assay.datasets.catalog import DatasetInfo
 from assay.errors import ConfigError
 from assay.methods.base import Method, MethodOptions, RunContext, StageUsage
 from assay.methods.seal.options import SealOptions
@@ -70,7 +71,7 @@ class Seal(Method):
             self._spec, self._spec_text = load_spec(self.options.spec)
         return self._spec
 
-    def recipe_of(self, dataset: str, dimension: str) -> tuple[str, Recipe]:
+    def recipe_of(self, dataset: str | DatasetInfo, dimension: str) -> tuple[str, Recipe]:
         return self.spec().recipe_for(dataset, dimension, self._overrides)
 
     def threshold(self, recipe: Recipe) -> int | None:
@@ -90,7 +91,7 @@ class Seal(Method):
         digest = ctx.artifacts("seal-spec", self._spec_text)
         recipes = {}
         for dim in ctx.dimensions:
-            name, recipe = self.recipe_of(ctx.dataset.name, dim.name)
+            name, recipe = self.recipe_of(ctx.dataset.info, dim.name)
             recipes[dim.name] = {"recipe": name, "unit": recipe.unit, "threshold": self.threshold(recipe),
                                  "subdimensions": [s.name for s in recipe.subdimensions],
                                  "answer": recipe.answer, "weights": recipe.weights}
@@ -207,7 +208,7 @@ class Seal(Method):
 
     # ------------------------------------------------------------------ per judgment
     async def score(self, sample: Sample, dimension: Dimension, ctx: RunContext) -> Judgment:
-        name, recipe = self.recipe_of(ctx.dataset.name, dimension.name)
+        name, recipe = self.recipe_of(ctx.dataset.info, dimension.name)
         run = SealRun(self, sample, dimension, ctx, recipe)
         run.trace.update({"recipe": name, "unit_type": recipe.unit, "score_range": [0.0, 1.0],
                           "decisions_by": self.options.decisions, "ablations": self.ablations()})

@@ -18,7 +18,7 @@ class SealOptions(MethodOptions):
             sentence splitting, one fact-extraction call per (source, reference, output) triple). A preset
             fills the options it sets (``paper.PAPER_PRESET``) unless they are given explicitly;
             the manifest records what it set and what was overridden.
-        spec: Path of a spec YAML replacing the shipped one (``assay/artifacts/seal/spec.yaml``).
+        spec: Path of a spec YAML replacing the shipped one (``assay/methods/seal/spec.yaml``).
         recipe: ``DIMENSION=RECIPE`` overrides of the spec's dataset mapping (repeatable), e.g.
             ``consistency=summary-consistency-facts`` to judge QAGS fact by fact.
         sentence_splitter: ``pysbd`` (deterministic, default) or ``llm`` (the paper's Table 21 stage 1;

@@ -3,7 +3,7 @@
 ``--preset paper`` splits sentences with the judge and extracts the source, reference and output
 facts in one call per (source, reference, output) triple, as the paper's Table 21 does; assay's default
 splits with pysbd and extracts each text's facts in a call of its own (shared across a document's
-outputs). The prompt texts live in ``assay/artifacts/seal/paper_prompts.yaml`` with their provenance;
+outputs). The prompt texts live in ``assay/methods/seal/paper_prompts.yaml`` with their provenance;
 this module appends the fenced texts, and reads and validates the answers.
 """
 
@@ -57,7 +57,7 @@ def paper_prompts() -> PaperPrompts:
     Raises:
         ValueError: The file was edited without updating its recorded hashes.
     """
-    text = (resources.files("assay.artifacts") / "seal" / "paper_prompts.yaml").read_text(encoding="utf-8")
+    text = (resources.files("assay.methods.seal") / "paper_prompts.yaml").read_text(encoding="utf-8")
     raw = yaml.safe_load(text)
     for part in ("split", "facts"):
         if normalised_sha256(raw[part]["text"]) != raw[part]["sha256"]:

@@ -1,6 +1,6 @@
 """SEAL's instantiations as data: which units, sub-dimensions and prompt pieces each dimension uses.
 
-The shipped spec (``assay/artifacts/seal/spec.yaml``) follows the SEAL paper: unit types and
+The shipped spec (``assay/methods/seal/spec.yaml``) follows the SEAL paper: unit types and
 sub-dimension names from its Table 2, thresholds from Table 19, prompt structure from Tables 21-25
 (in assay's own wording). A user spec with the same schema replaces it (``--spec my.yaml``).
 """
@@ -8,17 +8,20 @@ sub-dimension names from its Table 2, thresholds from Table 19, prompt structure
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from assay.errors import ConfigError, did_you_mean
 
+if TYPE_CHECKING:
+    from assay.datasets.catalog import DatasetInfo
+
 UnitType = Literal["sentence", "adjacent_pair", "monadic_fact", "response", "triple"]
 TextPart = Literal["source", "context", "reference"]
 
-SHIPPED_SPEC = Path(__file__).resolve().parents[2] / "artifacts" / "seal" / "spec.yaml"
+SHIPPED_SPEC = Path(__file__).resolve().parent / "spec.yaml"
 
 #: Unit types judged as several units (gated by the threshold n); the others are one unit per output.
 MULTI_UNIT: dict[str, Literal["sentence", "fact"]] = {
@@ -114,7 +117,7 @@ class FactPrompt(_Strict):
 
 
 class Spec(_Strict):
-    """A SEAL spec: prompts for stage 1, thresholds, recipes and the dataset -> dimension -> recipe map."""
+    """A SEAL spec: prompts for stage 1, thresholds, recipes and its named entries (dimension -> recipe)."""
 
     name: str
     version: int
@@ -141,21 +144,36 @@ class Spec(_Strict):
             return None
         return recipe.threshold or self.thresholds[MULTI_UNIT[recipe.unit]]
 
-    def recipe_for(self, dataset: str, dimension: str, overrides: dict[str, str]) -> tuple[str, Recipe]:
-        """The recipe of a (dataset, dimension): an override first, then the spec's mapping.
+    def recipe_for(self, dataset: str | DatasetInfo, dimension: str, overrides: dict[str, str]) -> tuple[str, Recipe]:
+        """The recipe of a (dataset, dimension): an override first, then the spec's entry the dataset's card names.
 
         Raises:
             ConfigError: No recipe for it, with the ways to give one.
         """
-        name = overrides.get(dimension) or self.datasets.get(dataset, {}).get(dimension)
+        entry = spec_entry(dataset)
+        name = overrides.get(dimension) or self.datasets.get(entry, {}).get(dimension)
         if name is None:
+            of = getattr(dataset, "name", dataset)
             raise ConfigError(
-                f"seal: no recipe for dimension {dimension!r} of dataset {dataset!r} in spec {self.name!r}. "
+                f"seal: no recipe for dimension {dimension!r} of dataset {of!r} (spec entry {entry!r}) in spec "
+                f"{self.name!r}. "
                 f"Map it with --recipe {dimension}=RECIPE (recipes: {', '.join(sorted(self.recipes))}) "
                 "or pass --spec with your own.")
         if name not in self.recipes:
             raise ConfigError(f"seal: unknown recipe {name!r}." + did_you_mean(name, list(self.recipes)))
         return name, self.recipes[name]
+
+
+def spec_entry(dataset: str | DatasetInfo) -> str:
+    """The entry of a spec's ``datasets:`` table a dataset uses: its card's ``seal``, else the one named as the
+    dataset (a user's spec maps its own dataset by name); a name that is no shipped dataset is an entry name."""
+    from assay.datasets.catalog import CATALOG
+
+    if isinstance(dataset, str):
+        if dataset not in CATALOG:
+            return dataset
+        dataset = CATALOG[dataset]
+    return dataset.artifacts.seal or dataset.name
 
 
 def parse_overrides(items: list[str]) -> dict[str, str]:
