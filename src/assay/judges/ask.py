@@ -118,8 +118,22 @@ class Asked(Generic[T]):
     def error(self) -> str | None:
         return self.calls[-1].error
 
+    @property
+    def reasks(self) -> int:
+        """How many follow-up turns were sent after an unusable answer."""
+        return len(self.calls) - 1
+
     def trace(self) -> list[dict[str, Any]]:
         return [c.to_trace() for c in self.calls]
+
+
+#: The keys stored runs made before the one call path used for a call record's fields (new key -> old key).
+OLD_KEYS = {"prompt_sha256": "prompt_sha", "answer": "text"}
+
+
+def recorded(entry: dict[str, Any], key: str) -> Any:
+    """A call record's field in a stored trace entry, also under the key older runs wrote (readers accept both)."""
+    return entry[key] if key in entry else entry.get(OLD_KEYS.get(key, key))
 
 
 def question_of(request: Request) -> str:
@@ -142,7 +156,7 @@ def follow_up(request: Request, answer: str, error: str, message: Callable[[str]
 
 
 async def ask(judge: ManagedJudge, request: Request, *, stage: str, read: Reader = keep_text, reasks: int = 0,
-              reask_message: Callable[[str], str] = reask_text) -> Asked[Any]:
+              reask_message: Callable[[str], str] = reask_text, reask_stage: str | None = None) -> Asked[Any]:
     """Send ``request``; while ``read`` refuses the answer and re-asks remain, ask again in a follow-up turn.
 
     Args:
@@ -152,6 +166,7 @@ async def ask(judge: ManagedJudge, request: Request, *, stage: str, read: Reader
         read: Reads a response into a value or an error (pure); the default keeps the text.
         reasks: Follow-up turns allowed after the first answer (0: no re-ask).
         reask_message: The follow-up turn's text for an error (a method's own wording, e.g. a format hint).
+        reask_stage: Usage stage of the re-asks (default ``<stage>-reask``; SEAL counts them under ``stage``).
 
     Returns:
         The value of the first usable answer (None if none was), every call's record, the last response.
@@ -162,7 +177,7 @@ async def ask(judge: ManagedJudge, request: Request, *, stage: str, read: Reader
     calls: list[CallRecord] = []
     current = request
     for attempt in range(reasks + 1):
-        call_stage = stage if attempt == 0 else stage + REASK_SUFFIX
+        call_stage = stage if attempt == 0 else (reask_stage or stage + REASK_SUFFIX)
         response = await judge.generate(current, stage=call_stage)
         got = read(response, current)
         choice = response.choices[0] if response.choices else None
