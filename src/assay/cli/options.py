@@ -47,6 +47,13 @@ def flags_to_options(args: list[str], model: type[BaseModel], method: str) -> di
         name, eq, inline = arg[2:].partition("=")
         key = name.replace("-", "_")
         negated = False
+        renamed = getattr(model, "renamed", {})
+        if key not in fields and key in renamed:  # a deprecated name: its value is converted on validation
+            if i + 1 >= len(args) and not eq:
+                raise ConfigError(f"option --{name} needs a value")
+            out[key] = inline if eq else args[i + 1]
+            i += 1 if eq else 2
+            continue
         if key not in fields and key.startswith("no_") and key[3:] in fields:
             key, negated = key[3:], True
         if key not in fields:

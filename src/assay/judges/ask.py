@@ -59,6 +59,15 @@ class Read(Generic[T]):
 Reader = Callable[[Response, Request], Read[Any]]
 
 
+def usage_of(response: Response) -> Usage:
+    """The usage one response stands for; a cached answer counts as a free, cached call."""
+    if response.from_cache:
+        return Usage(cached_calls=1)
+    return Usage(calls=1, prompt_tokens=response.prompt_tokens, completion_tokens=response.completion_tokens,
+                 cached_prompt_tokens=response.cached_prompt_tokens, latency_s=response.latency_s,
+                 cost_usd=response.cost_usd)
+
+
 def keep_text(response: Response, request: Request) -> Read[str]:
     """The default reader: the first completion's text, whatever it says."""
     return Read(response.text)
@@ -75,6 +84,8 @@ class CallRecord(BaseModel):
         finish: The first completion's finish reason (``stop``, ``length``, ...).
         cached: Whether the answer came from the call cache (or an identical call in flight).
         detail: What the reader kept beside the value (see :attr:`Read.detail`).
+        usage: What the call cost (:func:`usage_of`); charged to the judgment already, kept for a result shared
+            by several judgments (SEAL's stage 1) whose trace says what it cost.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -86,12 +97,13 @@ class CallRecord(BaseModel):
     finish: str | None = None
     cached: bool = False
     detail: dict[str, Any] = {}
+    usage: Usage = Usage()
 
     def to_trace(self) -> dict[str, Any]:
-        """The record as a trace entry (empty fields left out)."""
-        return self.model_dump(exclude_defaults=True, exclude={"stage"}) | {"stage": self.stage,
-                                                                           "prompt_sha256": self.prompt_sha256,
-                                                                           "answer": self.answer}
+        """The record as a trace entry: empty fields left out but ``error`` (None: the answer was used); the
+        usage is the judgment's, by stage."""
+        return self.model_dump(exclude_defaults=True, exclude={"stage", "usage"}) | {
+            "stage": self.stage, "prompt_sha256": self.prompt_sha256, "answer": self.answer, "error": self.error}
 
 
 @dataclass

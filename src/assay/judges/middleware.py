@@ -15,7 +15,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, NonNegativeFloat, ValidationError
 
 from assay.errors import ConfigError, FatalJudgeError, InputError, JudgeError, TransientJudgeError
-from assay.judges.ask import charge
+from assay.judges.ask import charge, usage_of
 from assay.judges.base import Judge, JudgeIdentity, Request, Response
 from assay.types import Usage
 
@@ -104,20 +104,6 @@ class PriceTable(BaseModel):
     def cost(self, model: str, prompt_tokens: int, completion_tokens: int) -> float:
         return (prompt_tokens * self.prompt_per_m.get(model, 0.0)
                 + completion_tokens * self.completion_per_m.get(model, 0.0)) / 1e6
-
-
-def usage_of(response: Response) -> Usage:
-    """The usage one response stands for; a cached answer counts as a free, cached call."""
-    if response.from_cache:
-        return Usage(cached_calls=1)
-    return Usage(
-        calls=1,
-        prompt_tokens=response.prompt_tokens,
-        completion_tokens=response.completion_tokens,
-        cached_prompt_tokens=response.cached_prompt_tokens,
-        latency_s=response.latency_s,
-        cost_usd=response.cost_usd,
-    )
 
 
 @dataclass
