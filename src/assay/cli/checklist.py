@@ -121,7 +121,8 @@ def build(
     name: Annotated[str | None, typer.Option(help="Name of the new checklist")] = None,
     temperature: Annotated[float, typer.Option(help="Generation temperature")] = 0.7,
     max_tokens: Annotated[int, typer.Option(help="Room for one augmentation answer")] = 400,
-    max_attempts: Annotated[int, typer.Option(help="Calls per step before giving up on malformed answers")] = 3,
+    reasks: Annotated[int, typer.Option(help="Re-asks per step after a malformed answer, then it is given up")] = 2,
+    max_attempts: Annotated[int | None, typer.Option(hidden=True, help="Deprecated: --reasks N-1")] = None,
     cache_dir: Annotated[Path | None, typer.Option(help="Keep judge calls here; a rebuild reuses them")] = None,
     diversification_per_seed: Annotated[int | None, typer.Option(
         help="New questions per seed in diversification; default: as the authors' released pools hold (2)")] = None,
@@ -143,7 +144,8 @@ def build(
     counts = {k: v for k, v in (("diversification_per_seed", diversification_per_seed),
                                 ("elaboration_per_seed", elaboration_per_seed)) if v is not None}
     settings = BuildSettings(style=style, filter=not no_filter, temperature=temperature,  # type: ignore[arg-type]
-                             max_tokens=max_tokens, max_attempts=max_attempts, **counts)
+                             max_tokens=max_tokens, reasks=reasks if max_attempts is None else max_attempts - 1,
+                             **counts)
 
     async def go() -> Checklist:
         store = None

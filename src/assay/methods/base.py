@@ -18,13 +18,11 @@ from assay.judges.middleware import ManagedJudge
 from assay.types import Dimension, Judgment, Sample, Usage
 
 
-class MethodOptions(BaseModel):
-    """Base of every method's options: validated once, unknown keys rejected.
+class Renamable(BaseModel):
+    """Options of which some were renamed: the old names stay accepted (deprecated), converted to the new ones.
 
-    An option that was renamed stays accepted under its old name (deprecated), converted to the new one:
-    :attr:`renamed` maps the old name to the new name and the conversion of its value. :meth:`settings` then
-    records only the new name, and a stored run recorded with the old one is compared through
-    :meth:`upgrade_settings`.
+    :attr:`renamed` maps an old name to the new name and the conversion of its value. The model then records
+    only the new name, and a stored run recorded with the old one is compared through :meth:`upgrade_settings`.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -35,7 +33,7 @@ class MethodOptions(BaseModel):
     @model_validator(mode="before")
     @classmethod
     def _rename(cls, data: Any) -> Any:
-        """Accept the deprecated names of :attr:`renamed` (the new name wins when both are given)."""
+        """Accept the deprecated names of :attr:`renamed`."""
         return cls.upgrade_settings(data) if isinstance(data, dict) else data
 
     @classmethod
@@ -54,6 +52,10 @@ class MethodOptions(BaseModel):
                 raise ConfigError(f"options {old!r} (deprecated) and {new!r} are both given, with different values")
             out.setdefault(new, value)
         return out
+
+
+class MethodOptions(Renamable):
+    """Base of every method's options: validated once, unknown keys rejected, old names mapped (:class:`Renamable`)."""
 
 
 def reasks_from_bool(value: Any) -> Any:
