@@ -69,8 +69,9 @@ def usage_of(response: Response) -> Usage:
 
 
 def keep_text(response: Response, request: Request) -> Read[str]:
-    """The default reader: the first completion's text, whatever it says."""
-    return Read(response.text)
+    """The default reader: the first completion's text, whatever it says (empty when the judge gave none; a method
+    that reads the whole response, e.g. G-Eval's sampled answers, reads it from :attr:`Asked.response`)."""
+    return Read(response.choices[0].text if response.choices else "")
 
 
 class CallRecord(BaseModel):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import copy
 import hashlib
 import json
 import random
@@ -179,6 +180,18 @@ class ManagedJudge:
         self._on_retry = on_retry
         self._rng = random.Random(seed)
         self._in_flight: dict[str, _Flight] = {}
+        self.sample_offset = 0
+
+    def offset(self, sample_offset: int) -> ManagedJudge:
+        """This judge with every request's ``sample_index`` moved by ``sample_offset`` (``assay probe``'s repeats).
+
+        A view, not a second judge: it shares the cache, ledger, concurrency bound and in-flight calls. A sampled
+        request (temperature > 0) then is a new draw with its own cache key; a greedy one keeps its key (greedy
+        keys ignore the index) and is answered from the cache, as it would be answered the same anyway.
+        """
+        view = copy.copy(self)
+        view.sample_offset = self.sample_offset + sample_offset
+        return view
 
     @property
     def identity(self) -> JudgeIdentity:
@@ -196,6 +209,8 @@ class ManagedJudge:
         and a nondeterministic judge gives them different scores that a replay cannot reproduce.
         The callers that joined a call get its response accounted as cached calls.
         """
+        if self.sample_offset:
+            request = request.model_copy(update={"sample_index": request.sample_index + self.sample_offset})
         key = call_key(self.identity, request)
         hit = self._cached(key)
         if hit is not None:
