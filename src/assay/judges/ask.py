@@ -15,16 +15,13 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 from pydantic import BaseModel, ConfigDict
 
 from assay.hashing import content_hash
 from assay.judges.base import Message, Request, Response
 from assay.types import Usage
-
-if TYPE_CHECKING:
-    from assay.judges.middleware import ManagedJudge
 
 T = TypeVar("T")
 
@@ -57,6 +54,13 @@ class Read(Generic[T]):
 #: A reader: the judge's response and the request it answered -> what was read. Readers are pure functions
 #: of their arguments (most read ``response.text`` through :func:`assay.echo.own_answer` with the prompt).
 Reader = Callable[[Response, Request], Read[Any]]
+
+
+class Sender(Protocol):
+    """What :func:`ask` sends through: the run's :class:`~assay.judges.middleware.ManagedJudge` (a protocol, so
+    that this module does not import the middleware, which imports it to charge usage)."""
+
+    async def generate(self, request: Request, *, stage: str = "score") -> Response: ...
 
 
 def usage_of(response: Response) -> Usage:
@@ -168,7 +172,7 @@ def follow_up(request: Request, answer: str, error: str, message: Callable[[str]
     return request.model_copy(update={"messages": messages})
 
 
-async def ask(judge: ManagedJudge, request: Request, *, stage: str, read: Reader = keep_text, reasks: int = 0,
+async def ask(judge: Sender, request: Request, *, stage: str, read: Reader = keep_text, reasks: int = 0,
               reask_message: Callable[[str], str] = reask_text, reask_stage: str | None = None) -> Asked[Any]:
     """Send ``request``; while ``read`` refuses the answer and re-asks remain, ask again in a follow-up turn.
 
