@@ -179,6 +179,10 @@ def test_summeval_fact_units_support_ids_and_stage1_reuse():
         assert cons.trace["stage1"]["source_facts"]["items"][0]["id"] == "c1"
     paid = sum(j.usage["decompose"].calls for j in res.judgments if "decompose" in j.usage)
     assert paid == sum(facts_calls.values())  # each shared extraction is charged to exactly one judgment
+    for j in res.judgments:  # and its trace says so: what the judgment paid is what its stage-1 entries cost
+        here = [e["usage"]["calls"] for e in j.trace["stage1"].values() if e["paid_here"]]
+        assert sum(here) == (j.usage["decompose"].calls if "decompose" in j.usage else 0)
+        assert all(c == 1 for c in here)
 
 
 def test_sentence_units_and_adjacent_pairs_end_to_end():

@@ -201,7 +201,7 @@ async def ask(judge: Sender, request: Request, *, stage: str, read: Reader = kee
         calls.append(CallRecord(stage=call_stage, prompt_sha256=content_hash(question_of(current)),
                                 answer=response.text if choice else "", error=got.error,
                                 finish=choice.finish_reason if choice else None, cached=response.from_cache,
-                                detail=got.detail))
+                                detail=got.detail, usage=usage_of(response)))
         if got.ok:
             return Asked(got.value, calls, response, got)
         current = follow_up(current, response.text if choice else "", str(got.error), reask_message)
