@@ -311,3 +311,13 @@ def test_reasks_counts_the_alone_pass_and_its_follow_ups_and_the_old_switch_stil
     again = assay.evaluate(_tc(1), method="checkeval", judge=ScriptedJudge([]), dimensions=["naturalness"],
                            run_dir=tmp_path, options={"group_size": 5, "reask": True})
     assert again.resumed
+
+
+def test_the_old_reask_switch_flags_still_map_onto_reasks():
+    from assay.cli.options import flags_to_options
+    from assay.methods.checkeval.method import CheckEval, CheckEvalOptions
+
+    def reasks(flags: list[str]) -> int:
+        return CheckEval(flags_to_options(flags, CheckEvalOptions, "checkeval")).options.reasks
+
+    assert reasks(["--no-reask"]) == 0 and reasks(["--reask", "--soft"]) == 1 and reasks(["--reasks", "3"]) == 3
