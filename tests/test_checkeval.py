@@ -297,7 +297,8 @@ def test_reasks_counts_the_alone_pass_and_its_follow_ups_and_the_old_switch_stil
                          options={"group_size": 5, "reasks": 2})
     tr = res.judgments[0].trace
     assert tr["answered"] == 5 and len(tr["reasks"]) == 4
-    assert all(r["error"] and r["reasks"][0]["error"] is None for r in tr["reasks"])
+    assert all(r["error"] is None and [a["error"] is None for a in r["attempts"]] == [False, True]
+               for r in tr["reasks"])
     assert set(res.judgments[0].usage) == {"score", "reask", "reask-reask"}
     assert CheckEval({"reask": False}).settings()["reasks"] == 0 and "reask" not in CheckEval({}).settings()
     assert CheckEval({"reask": True}).options.reasks == 1 and BuildSettings(max_attempts=3).reasks == 2

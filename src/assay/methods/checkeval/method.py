@@ -209,10 +209,10 @@ class CheckEval(Method):
             else:
                 r.note = parsed.reasons.get(k, "not answered")
             results.append(r)
-        calls = got.trace()
-        entry = {"questions": [a.id for a in group], **calls[0], "notes": parsed.notes}
+        calls = got.trace()  # the entry is the call whose answers were taken; earlier ones under "attempts"
+        entry = {"questions": [a.id for a in group], **calls[-1], "notes": parsed.notes}
         if len(calls) > 1:
-            entry["reasks"] = calls[1:]
+            entry["attempts"] = calls
         return entry, results
 
     async def score(self, sample: Sample, dimension: Dimension, ctx: RunContext) -> Judgment:

@@ -505,7 +505,9 @@ class SealRun:
         async def one(ask: Ask) -> tuple[Parsed, dict[str, Any]]:
             req = Request.chat(ask.prompt, temperature=0.0, max_tokens=1, top_logprobs=TOP_K)
             asked = await ask_call(self.ctx.judge, req, stage=stage, read=at_position)
-            return asked.last.value, asked.trace()[0]
+            parsed = asked.last.value
+            assert parsed is not None  # at_position always reads a Parsed, undecided ones with their error
+            return parsed, asked.trace()[0]
 
         done = await asyncio.gather(*(one(ask) for _, ask in asks))
         for (purpose, _), (parsed, record) in zip(asks, done, strict=True):
