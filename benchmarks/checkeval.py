@@ -142,7 +142,7 @@ def main() -> None:
             checklist = set_name
             build_info: dict[str, Any] = {}
             if config == "built":
-                settings = BuildSettings(temperature=0.0, max_tokens=args.build_max_tokens, max_attempts=2)
+                settings = BuildSettings(temperature=0.0, max_tokens=args.build_max_tokens, reasks=1)
                 path = asyncio.run(_build(set_name, ds, args.judge, judge_opts, args.out, settings))
                 cl = load_checklist(str(path))
                 checklist = str(path)

@@ -12,7 +12,7 @@ as a real ``uniform_weights`` run with ``--real-uniform``. An ablation that is i
 sub-dimension) is not run, and the table says so.
 
     python benchmarks/seal.py                       # the full benchmark (hours with the embedded judge)
-    python benchmarks/seal.py --tc-docs 2 --se-docs 1 --qags 12 --max-reasks 1   # a smaller slice
+    python benchmarks/seal.py --tc-docs 2 --se-docs 1 --qags 12 --reasks 1   # a smaller slice
     python benchmarks/seal.py --decisions logprobs ...   # one question per call (assay's small-judge mode)
 
 Runs are stored under ``--work`` and resumed, so an interrupted benchmark continues where it stopped.
@@ -141,7 +141,7 @@ def main() -> None:
     ap.add_argument("--qags", type=int, default=60, help="first N QAGS-XSum summaries")
     ap.add_argument("--ablations", default="no_units,no_subdims,uniform_weights")
     ap.add_argument("--real-uniform", action="store_true", help="run w/o weighting for real instead of offline")
-    ap.add_argument("--max-reasks", type=int, default=2)
+    ap.add_argument("--reasks", "--max-reasks", dest="reasks", type=int, default=2)
     ap.add_argument("--decisions", choices=["batched", "logprobs"], default="batched",
                     help="batched: the paper's JSON answers; logprobs: one question per call (small judges)")
     ap.add_argument("--judge", default="llamacpp:smollm2")
@@ -150,7 +150,7 @@ def main() -> None:
     args = ap.parse_args()
     work = Path(args.work) / args.decisions
     ablations = [a for a in args.ablations.split(",") if a]
-    base = {"max_reasks": args.max_reasks, "decisions": args.decisions}
+    base = {"reasks": args.reasks, "decisions": args.decisions}
     corr = ["| set | variant | dimension | scored | r | rho | tau | docs |", "|---|---|---|---|---|---|---|---|"]
     cost = ["| set | variant | dimension | decompose calls | decompose tok | verify calls | verify tok | weights calls"
             " | weights tok | stage-1 tok (attributable) | holistic | re-asked calls | w fallback | w renorm |",

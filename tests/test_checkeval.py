@@ -279,3 +279,46 @@ def test_changed_checklist_does_not_resume(tmp_path):
     with pytest.raises(ConfigError, match="other settings"):
         assay.evaluate(qags, method="checkeval", judge=judge, run_dir=tmp_path / "run",
                        options={"checklist": str(path)})
+
+
+def test_reasks_counts_the_alone_pass_and_its_follow_ups_and_the_old_switch_still_works(tmp_path):
+    from assay.methods.checkeval.build import BuildSettings
+    from assay.methods.checkeval.method import CheckEval
+    from assay.store import RunStore
+
+    def answer(req: Request) -> str:
+        qs = _questions(req.model_copy(update={"messages": req.messages[:1]}))  # the question, not the follow-up
+        if len(qs) > 1:
+            return "Q1: yes"  # the rest missing
+        return "Q1: no" if len(req.messages) == 3 else "Hard to say."  # answered only in the follow-up turn
+
+    judge = ScriptedJudge(answer)
+    res = assay.evaluate(_tc(1), method="checkeval", judge=judge, dimensions=["naturalness"], run_dir=tmp_path,
+                         options={"group_size": 5, "reasks": 2})
+    tr = res.judgments[0].trace
+    assert tr["answered"] == 5 and len(tr["reasks"]) == 4
+    assert all(r["error"] is None and [a["error"] is None for a in r["attempts"]] == [False, True]
+               for r in tr["reasks"])
+    assert set(res.judgments[0].usage) == {"score", "reask", "reask-reask"}
+    assert CheckEval({"reask": False}).settings()["reasks"] == 0 and "reask" not in CheckEval({}).settings()
+    assert CheckEval({"reask": True}).options.reasks == 1 and BuildSettings(max_attempts=3).reasks == 2
+    with RunStore(tmp_path) as store:  # the manifest as the code before the rename wrote it: reask on/off
+        manifest = store.manifest()
+        manifest["method_settings"]["reask"] = manifest["method_settings"].pop("reasks") > 0
+        store.set_meta("manifest", manifest)
+    with pytest.raises(ConfigError, match="reasks"):  # True means one re-ask, not two: another run
+        assay.evaluate(_tc(1), method="checkeval", judge=judge, dimensions=["naturalness"], run_dir=tmp_path,
+                       options={"group_size": 5, "reasks": 2})
+    again = assay.evaluate(_tc(1), method="checkeval", judge=ScriptedJudge([]), dimensions=["naturalness"],
+                           run_dir=tmp_path, options={"group_size": 5, "reask": True})
+    assert again.resumed
+
+
+def test_the_old_reask_switch_flags_still_map_onto_reasks():
+    from assay.cli.options import flags_to_options
+    from assay.methods.checkeval.method import CheckEval, CheckEvalOptions
+
+    def reasks(flags: list[str]) -> int:
+        return CheckEval(flags_to_options(flags, CheckEvalOptions, "checkeval")).options.reasks
+
+    assert reasks(["--no-reask"]) == 0 and reasks(["--reask", "--soft"]) == 1 and reasks(["--reasks", "3"]) == 3

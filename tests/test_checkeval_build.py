@@ -153,7 +153,7 @@ def _scripted(filter_answers: list[str]):
     answers = iter(filter_answers)
 
     def respond(req: Request) -> str:
-        p = req.messages[-1].content
+        p = req.messages[0].content  # the step's prompt (a re-ask is a follow-up turn after it)
         if "widen the coverage" in p:
             return "1-1-1. Does the response pick up the last thing the other speaker said?\n" \
                    "3-1-1. Does the response avoid jumping to an unrelated subject?"
@@ -175,7 +175,7 @@ def _scripted(filter_answers: list[str]):
 def _build(judge, **settings):
     seeds = load_checklist("topical-chat")
     managed = ManagedJudge(judge)
-    return asyncio.run(build_checklist(seeds, INFO, managed, BuildSettings(max_attempts=2, **settings),
+    return asyncio.run(build_checklist(seeds, INFO, managed, BuildSettings(reasks=1, **settings),
                                        ["coherence"], name="tc-coh"))
 
 

@@ -75,7 +75,7 @@ def test_evaluate_topical_chat_and_qags_then_resume(tmp_path):
 def test_build_show_evaluate_and_resume(smollm2, tmp_path):
     """The whole path: build a Topical-Chat coherence checklist with the embedded judge, show it, use it."""
     tc = assay.load_dataset("topical-chat")
-    settings = BuildSettings(temperature=0.0, max_tokens=80, filter_max_tokens=200, max_attempts=1)
+    settings = BuildSettings(temperature=0.0, max_tokens=80, filter_max_tokens=200, reasks=0)
     built = asyncio.run(build_checklist(load_checklist("topical-chat"), tc.info, ManagedJudge(smollm2), settings,
                                         ["coherence"], name="tc-coherence"))
     path = tmp_path / "tc-coherence.yaml"

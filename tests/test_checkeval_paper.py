@@ -161,7 +161,7 @@ def test_augmentation_asks_for_the_pools_questions_per_seed() -> None:
 
 def test_build_passes_the_count_setting_into_its_prompts() -> None:
     judge = ScriptedJudge(lambda r: "nothing usable")
-    settings = BuildSettings(max_attempts=1, filter=False, diversification_per_seed=3, elaboration_per_seed=6)
+    settings = BuildSettings(reasks=0, filter=False, diversification_per_seed=3, elaboration_per_seed=6)
     cl = asyncio.run(build_checklist(load_checklist("topical-chat"), assay.load_dataset("topical-chat").info,
                                      ManagedJudge(judge), settings, ["coherence"], name="x"))
     prompts = [r.messages[-1].content for r in judge.requests]

@@ -180,8 +180,8 @@ async def test_reask_loop_repairs_broken_json_with_the_error_shown():
 
     asked = await ask_json(managed, Request.chat("make a rubric"), validate_criteria, stage="criteria")
     assert asked.ok and [c.name for c in asked.value] == ["Engagement", "Tone"]
-    assert asked.reasks == 2 and [a.error is None for a in asked.attempts] == [False, False, True]
-    assert asked.attempts[0].error == "the answer contains no JSON object"
+    assert asked.reasks == 2 and [a.error is None for a in asked.calls] == [False, False, True]
+    assert asked.calls[0].error == "the answer contains no JSON object"
     second, third = judge.requests[1], judge.requests[2]
     assert [m.role for m in second.messages] == ["user", "assistant", "user"]
     assert second.messages[1].content == "here you go: {criteria: ["

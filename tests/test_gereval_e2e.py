@@ -43,7 +43,7 @@ def _generate(smollm2, topical_chat, condition: str, tmp_path):
     # task: nothing shown; contexts: k inputs; contrastive: each of k inputs with a high- and a low-rated output
     assert roles == {"task": [], "contexts": ["context"] * 2, "contrastive": ["high", "low"] * 2}[condition]
     # every answer is recorded; a criterion is kept only with a valid scoring instruction
-    assert prov.responses and all(r["text"] is not None for r in prov.responses)
+    assert prov.responses and all(r["answer"] is not None for r in prov.responses)
     assert all(c.instruction for c in rubric.criteria)
     assert rubric.criteria or prov.discarded
     path = save_rubric(rubric, tmp_path / f"rubric-{condition}.yaml")

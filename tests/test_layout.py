@@ -6,6 +6,7 @@ import ast
 import importlib
 import importlib.util
 import pkgutil
+import re
 from pathlib import Path
 
 import assay
@@ -119,3 +120,30 @@ def test_methods_keep_no_table_keyed_by_dataset_names():
                 if keys & names:
                     tables.append(f"{file.relative_to(SRC)}:{node.lineno}")
     assert tables == []
+
+
+#: The only places that may call a judge's ``generate``: the one call path, the middleware calling the backend,
+#: and ``Judge.check``'s probe (backends' own definitions are ``def generate(``, which the pattern leaves out).
+GENERATE_ALLOWED = {("judges/ask.py", "judge.generate("), ("judges/middleware.py", "self.inner.generate("),
+                    ("judges/base.py", "self.generate(")}
+
+
+def generate_calls(root: Path) -> list[tuple[str, int, str]]:
+    """Every ``.generate(`` call under ``root``: (path relative to it, line number, the call's receiver)."""
+    found = []
+    for file in sorted(root.rglob("*.py")):
+        for n, line in enumerate(file.read_text(encoding="utf-8").splitlines(), start=1):
+            for m in re.finditer(r"([\w.\]\)]*)\.generate\(", line):
+                found.append((file.relative_to(root).as_posix(), n, f"{m.group(1)}.generate("))
+    return found
+
+
+def test_every_judge_call_goes_through_the_one_call_path():
+    stray = [f"{path}:{n}: {call}" for path, n, call in generate_calls(SRC)
+             if not any(path == p and call.endswith(c) for p, c in GENERATE_ALLOWED)]
+    assert not stray, "judge calls outside assay.judges.ask.ask (use ask(judge, request, ...)):\n" + "\n".join(stray)
+
+
+def test_the_generate_scan_finds_a_direct_call(tmp_path):
+    (tmp_path / "m.py").write_text("async def f(ctx, r):\n    return await ctx.judge.generate(r, stage='x')\n")
+    assert generate_calls(tmp_path) == [("m.py", 2, "ctx.judge.generate(")]

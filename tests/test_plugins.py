@@ -16,8 +16,9 @@ from assay.methods import get_method, method_names
 
 # The whole plugin: a judge backend that always gives one answer, and a method that asks for one number.
 PLUGIN = textwrap.dedent('''
+    from assay.judges.ask import ask
     from assay.judges.base import Choice, Judge, JudgeIdentity, Request, Response
-    from assay.methods.base import Method, StageUsage
+    from assay.methods.base import Method
     from assay.parsing import parse_rating
 
 
@@ -38,11 +39,10 @@ PLUGIN = textwrap.dedent('''
         name = "tiny"
 
         async def score(self, sample, dimension, ctx):
-            usage = StageUsage()
             prompt = f"Rate {dimension.name} ({dimension.scale.label()}): {sample.output}"
-            resp = usage.add("score", await ctx.judge.generate(Request.chat(prompt, max_tokens=4), stage="score"))
+            resp = (await ask(ctx.judge, Request.chat(prompt, max_tokens=4), stage="score")).response
             parsed = parse_rating(resp.text, dimension.scale)
-            return self.judgment(sample, dimension, ctx, score=parsed.value, usage=usage.by_stage,
+            return self.judgment(sample, dimension, ctx, score=parsed.value,
                                  trace={"answer": resp.text, "parse_error": parsed.error},
                                  error=f"unparseable answer: {parsed.error}" if parsed.error else None)
 ''')

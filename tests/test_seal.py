@@ -81,7 +81,7 @@ def test_misaligned_answer_is_reasked_then_used():
 
 def test_answers_that_stay_malformed_give_no_score_never_zeros():
     judge = ScriptedJudge(lambda r: '{"consistency": "1,0"}')
-    res = run("qags-xsum", judge, limit=1, options={"max_reasks": 1})
+    res = run("qags-xsum", judge, limit=1, options={"reasks": 1})
     j = res.judgments[0]
     assert j.score is None
     assert "unusable after 2 attempt(s)" in j.error and "expected exactly 5" in j.error
@@ -179,6 +179,10 @@ def test_summeval_fact_units_support_ids_and_stage1_reuse():
         assert cons.trace["stage1"]["source_facts"]["items"][0]["id"] == "c1"
     paid = sum(j.usage["decompose"].calls for j in res.judgments if "decompose" in j.usage)
     assert paid == sum(facts_calls.values())  # each shared extraction is charged to exactly one judgment
+    for j in res.judgments:  # and its trace says so: what the judgment paid is what its stage-1 entries cost
+        here = [e["usage"]["calls"] for e in j.trace["stage1"].values() if e["paid_here"]]
+        assert sum(here) == (j.usage["decompose"].calls if "decompose" in j.usage else 0)
+        assert all(c == 1 for c in here)
 
 
 def test_sentence_units_and_adjacent_pairs_end_to_end():
@@ -215,7 +219,7 @@ def test_failed_fact_extraction_is_recorded_and_judged_holistically():
         return '{"consistency": "1"}'
     judge = ScriptedJudge(respond)
     ds = assay.load_dataset("summeval").select(docs=1, limit=1)
-    res = run(ds, judge, dimensions=["consistency"], options={"max_reasks": 1})
+    res = run(ds, judge, dimensions=["consistency"], options={"reasks": 1})
     j = res.judgments[0]
     assert j.score == 1.0 and j.trace["granularity"] == "holistic"
     assert j.trace["holistic_reason"] == "output fact extraction failed: no JSON object found"
@@ -267,7 +271,7 @@ def test_llm_sentence_split_is_validated_with_a_recorded_pysbd_fallback():
         return example_of(req)
 
     res = run(ds, ScriptedJudge(bad), dimensions=["fluency"], options={"sentence_splitter": "llm",
-                                                                       "max_reasks": 0})
+                                                                       "reasks": 0})
     j = res.judgments[0]
     assert j.trace["stage1"]["output_sentences"]["how"].startswith("pysbd (llm split failed")
     assert len(j.trace["units"]) == len(split_sentences(out))
@@ -363,10 +367,35 @@ def test_cli_flags_map_onto_the_options():
     from assay.methods.seal.method import Seal, SealOptions
 
     flags = ["--no-units", "--uniform-weights", "--recipe", "consistency=summary-consistency-facts",
-             "--threshold-facts", "5", "--decisions", "logprobs", "--max-reasks", "1"]
+             "--threshold-facts", "5", "--decisions", "logprobs", "--reasks", "1"]
     settings = Seal(flags_to_options(flags, SealOptions, "seal")).settings()
     assert settings["no_units"] and settings["uniform_weights"] and not settings["no_subdims"]
     assert settings["recipe"] == ["consistency=summary-consistency-facts"]
-    assert (settings["threshold_facts"], settings["decisions"], settings["max_reasks"]) == (5, "logprobs", 1)
+    assert (settings["threshold_facts"], settings["decisions"], settings["reasks"]) == (5, "logprobs", 1)
     with pytest.raises(ConfigError):
         Seal({"recipe": ["no-equals-sign"]})
+
+
+# ---------------------------------------------------------------- the re-ask option's old name (issue 15)
+
+
+def test_old_option_name_is_accepted_recorded_under_the_new_one_and_an_old_run_resumes(tmp_path):
+    from assay.cli.options import flags_to_options
+    from assay.methods.seal.method import Seal, SealOptions
+    from assay.store import RunStore
+
+    assert Seal({"max_reasks": 1}).settings()["reasks"] == 1 and "max_reasks" not in Seal({"max_reasks": 1}).settings()
+    assert Seal(flags_to_options(["--max-reasks", "0"], SealOptions, "seal")).options.reasks == 0
+    with pytest.raises(ConfigError, match="max_reasks"):
+        Seal({"max_reasks": 1, "reasks": 2})
+    answers = '{"consistency": "1,0,1,1,1", "consistency_weight": "0.2,0.2,0.2,0.2,0.2"}'
+    first = run("qags-xsum", ScriptedJudge(lambda r: answers), limit=1, run_dir=tmp_path, options={"reasks": 1})
+    with RunStore(tmp_path) as store:  # the manifest as the code before the rename wrote it
+        manifest = store.manifest()
+        settings = manifest["method_settings"]
+        settings["max_reasks"] = settings.pop("reasks")
+        store.set_meta("manifest", manifest)
+    again = run("qags-xsum", ScriptedJudge([]), limit=1, run_dir=tmp_path, options={"max_reasks": 1})
+    assert again.resumed and [j.score for j in again.judgments] == [j.score for j in first.judgments]
+    with pytest.raises(ConfigError, match="reasks"):  # another value is another run, under either name
+        run("qags-xsum", ScriptedJudge([]), limit=1, run_dir=tmp_path, options={"reasks": 2})

@@ -50,7 +50,7 @@ def _resume_costs_nothing(data, run_dir, first, **kw):
 
 
 def test_qags_xsum_consistency_with_monadic_facts(qags_xsum, tmp_path):
-    opts = {"recipe": ["consistency=summary-consistency-facts"], "max_reasks": 0, "fact_max_tokens": 96,
+    opts = {"recipe": ["consistency=summary-consistency-facts"], "reasks": 0, "fact_max_tokens": 96,
             "source_fact_max_tokens": 160}
     data = qags_xsum.select(limit=1)
     res = assay.evaluate(data, method="seal", **JUDGE, run_dir=tmp_path, options=opts)
@@ -68,7 +68,7 @@ def test_qags_xsum_consistency_with_monadic_facts(qags_xsum, tmp_path):
 
 
 def test_topical_chat_engagingness(topical_chat, tmp_path):
-    opts = {"max_reasks": 0}
+    opts = {"reasks": 0}
     data = topical_chat.select(limit=1)
     res = assay.evaluate(data, method="seal", **JUDGE, run_dir=tmp_path, dimensions=["engagingness"],
                          options=opts)
@@ -82,8 +82,8 @@ def test_topical_chat_engagingness(topical_chat, tmp_path):
 def test_slow_summeval_all_dimensions_and_rerun_from_cache(summeval, tmp_path):
     """All four SummEval dimensions on two summaries; a fresh run over the same call cache is free."""
     data = summeval.select(docs=1, limit=2)
-    res = assay.evaluate(data, method="seal", **JUDGE, run_dir=tmp_path, options={"max_reasks": 1})
+    res = assay.evaluate(data, method="seal", **JUDGE, run_dir=tmp_path, options={"reasks": 1})
     assert len(res.judgments) == 8
     for j in res.judgments:
         _check(j, {"decompose", "verify", "weights"})
-    _resume_costs_nothing(data, tmp_path, res, options={"max_reasks": 1})
+    _resume_costs_nothing(data, tmp_path, res, options={"reasks": 1})

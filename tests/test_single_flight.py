@@ -180,3 +180,18 @@ def test_replay_of_a_concurrent_run_reproduces_it(tmp_path, monkeypatch):
                               dimensions=DIMENSIONS, run_dir=tmp_path / "replay")
     assert replayed.scores() == scores
 
+
+
+async def test_an_offset_view_moves_the_sample_index_and_shares_the_in_flight_calls_and_the_ledger():
+    inner = GatedJudge()
+    judge = ManagedJudge(inner)
+    repeat = judge.offset(1000)  # the probe's repeat 1: a view of the run's judge, not a second judge
+    sampled = Request.chat("Rate.", temperature=1.0)
+    tasks = [asyncio.ensure_future(j.generate(sampled)) for j in (judge, repeat, repeat)]
+    await inner.started.wait()
+    await asyncio.sleep(0)
+    inner.gate.set()
+    await asyncio.gather(*tasks)
+    assert sorted(r.sample_index for r in inner.requests) == [0, 1000]  # the two repeats joined one call
+    assert judge.ledger is repeat.ledger and judge.ledger.total().calls == 2
+    assert judge.ledger.total().cached_calls == 1 and judge.sample_offset == 0

@@ -191,7 +191,8 @@ async def evaluate_async(
         managed = ManagedJudge(bare, cache=store, concurrency=concurrency, retry=retry, prices=prices)
     try:
         # before any judge call: another run's settings must cost nothing and write nothing here
-        store.check(_fingerprint(meth, bare.identity, dataset, dims), before_prepare=True)
+        store.check(_fingerprint(meth, bare.identity, dataset, dims), before_prepare=True,
+                    upgrade=meth.Options.upgrade_settings)
         if batcher is None:
             _note_unfinished_batches(store)
         status(f"checking what {bare.identity.label} supports")
@@ -226,7 +227,7 @@ async def evaluate_async(
             "python": platform.python_version(),
             "started_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         }
-        resumed = store.begin(manifest)
+        resumed = store.begin(manifest, upgrade=meth.Options.upgrade_settings)
         store.put_samples(dataset.samples)
         units = order_units(dataset.samples, dims, store.done_units(), by=meth.unit_order)
         if on_start:

@@ -237,9 +237,9 @@ class GerEvalReader(AnswerReader):
         info = self.dataset.info
         prompt = build_scoring_prompt(task_text(info).scoring, info, criterion, sample, "")
         value, error = check_answer(text, lambda o: validate_score(o, criterion, strict=self.strict), prompt)
-        trace: dict[str, Any] = {"criterion": criterion.name, "rubric": self.rubric.content_hash(), "prompt_sha": None,
-                                 "attempts": [{"text": text, "error": error}], "reasks": 0, "shots": 0,
-                                 "demonstrations": []}
+        trace: dict[str, Any] = {"criterion": criterion.name, "rubric": self.rubric.content_hash(),
+                                 "prompt_sha256": None, "attempts": [{"answer": text, "error": error}], "reasks": 0,
+                                 "shots": 0, "demonstrations": []}
         if isinstance(criterion.scale, CategoricalScale):
             trace["mapping"] = criterion.scale.mapping()
         if value is None:

@@ -8,7 +8,7 @@ import os
 import socket
 import sqlite3
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -119,7 +119,8 @@ class RunStore:
     def manifest(self) -> dict[str, Any] | None:
         return self.get_meta("manifest")
 
-    def check(self, manifest: dict[str, Any], *, before_prepare: bool = False) -> bool:
+    def check(self, manifest: dict[str, Any], *, before_prepare: bool = False,
+              upgrade: Callable[[dict[str, Any]], dict[str, Any]] | None = None) -> bool:
         """Refuse to go on when this directory holds a run with other settings (``FINGERPRINT``).
 
         Called before any judge call, so that a mismatch costs nothing and writes nothing.
@@ -128,6 +129,9 @@ class RunStore:
             manifest: The new run's manifest (or just its fingerprint fields).
             before_prepare: ``manifest`` holds the method settings known before preparation (its options):
                 only those are compared now; :meth:`begin` compares all of them once prepared.
+            upgrade: Maps the stored method settings' old option names onto the new ones before comparing
+                (:meth:`assay.methods.base.MethodOptions.upgrade_settings`), so that a run recorded under an
+                option's old name resumes; the stored manifest is left as it is.
 
         Returns:
             True if a run is stored here (this is a resume).
@@ -138,6 +142,8 @@ class RunStore:
         old = self.manifest()
         if old is None:
             return False
+        if upgrade is not None and isinstance(old.get("method_settings"), dict):
+            old = {**old, "method_settings": upgrade(old["method_settings"])}
         diffs = fingerprint_diff(old, manifest, partial=("method_settings",) if before_prepare else ())
         if diffs:
             shown = diffs[:_MAX_DIFF_LINES] + ([f"... and {len(diffs) - _MAX_DIFF_LINES} more"]
@@ -148,7 +154,8 @@ class RunStore:
             )
         return True
 
-    def begin(self, manifest: dict[str, Any]) -> bool:
+    def begin(self, manifest: dict[str, Any],
+              upgrade: Callable[[dict[str, Any]], dict[str, Any]] | None = None) -> bool:
         """Record the manifest of a new run, or check that it matches the one already here.
 
         Returns:
@@ -157,7 +164,7 @@ class RunStore:
         Raises:
             ConfigError: The directory holds a run with different settings.
         """
-        if not self.check(manifest):
+        if not self.check(manifest, upgrade=upgrade):
             self.set_meta("manifest", manifest)
             return False
         old = self.manifest() or {}

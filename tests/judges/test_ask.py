@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
-from assay.judges.ask import ECHO_CHARS, Read, ask, attributed, current_usage
+from assay.judges.ask import ECHO_CHARS, Read, ask, attributed, current_usage, recorded
 from assay.judges.base import Request, Response
 from assay.judges.middleware import ManagedJudge
 from assay.judges.scripted import ScriptedJudge
@@ -82,3 +82,28 @@ async def test_a_cached_answer_is_recorded_as_cached_and_charged_as_a_cached_cal
     second, usage = await twice()
     assert second.calls[0].cached and second.value == 4
     assert usage["score"].calls == 1 and usage["score"].cached_calls == 1
+
+
+async def test_a_method_may_count_its_reasks_under_the_stage_itself():
+    judge = ManagedJudge(ScriptedJudge(["x", "2"]))
+    with attributed():
+        asked = await ask(judge, Request.chat("Rate."), stage="verify", read=digit, reasks=1, reask_stage="verify")
+        usage = current_usage()
+    assert asked.reasks == 1 and [c.stage for c in asked.calls] == ["verify", "verify"]
+    assert set(usage) == {"verify"} and usage["verify"].calls == 2
+
+
+async def test_a_call_record_keeps_its_cost_out_of_the_trace_and_its_error_in_it():
+    judge = ManagedJudge(ScriptedJudge(["x", "2"]))
+    asked = await ask(judge, Request.chat("Rate."), stage="score", read=digit, reasks=1)
+    assert [c.usage.calls for c in asked.calls] == [1, 1]
+    first, second = asked.trace()
+    assert "usage" not in first and first["error"] == "'x' is not a number" and second["error"] is None
+    assert set(second) == {"stage", "prompt_sha256", "answer", "error", "finish"}
+
+
+def test_readers_of_stored_traces_take_the_old_keys_too():
+    assert recorded({"prompt_sha": "abc", "text": "5"}, "prompt_sha256") == "abc"
+    assert recorded({"prompt_sha": "abc", "text": "5"}, "answer") == "5"
+    assert recorded({"prompt_sha256": "new", "prompt_sha": "old"}, "prompt_sha256") == "new"
+    assert recorded({}, "answer") is None

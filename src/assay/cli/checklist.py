@@ -121,7 +121,8 @@ def build(
     name: Annotated[str | None, typer.Option(help="Name of the new checklist")] = None,
     temperature: Annotated[float, typer.Option(help="Generation temperature")] = 0.7,
     max_tokens: Annotated[int, typer.Option(help="Room for one augmentation answer")] = 400,
-    max_attempts: Annotated[int, typer.Option(help="Calls per step before giving up on malformed answers")] = 3,
+    reasks: Annotated[int, typer.Option(help="Re-asks per step after a malformed answer, then it is given up")] = 2,
+    max_attempts: Annotated[int | None, typer.Option(hidden=True, help="Deprecated: --reasks N-1")] = None,
     cache_dir: Annotated[Path | None, typer.Option(help="Keep judge calls here; a rebuild reuses them")] = None,
     diversification_per_seed: Annotated[int | None, typer.Option(
         help="New questions per seed in diversification; default: as the authors' released pools hold (2)")] = None,
@@ -136,7 +137,8 @@ def build(
 
     console, out = _consoles()
     options = {"seeds": seeds, "name": name, "style": style, "filter": not no_filter, "temperature": temperature,
-               "max_tokens": max_tokens, "max_attempts": max_attempts,
+               "max_tokens": max_tokens,
+               "reasks": reasks if max_attempts is None else None, "max_attempts": max_attempts,
                "diversification_per_seed": diversification_per_seed, "elaboration_per_seed": elaboration_per_seed}
     with console.status(f"building a checklist for {escape(dataset)} with {escape(judge)}") as spinner:
         built = prepare("checklist", dataset=dataset, judge=judge, dimensions=dimension or None,

@@ -27,6 +27,21 @@ def _is_bool(annotation: Any) -> bool:
                 and type(None) in typing.get_args(annotation))
 
 
+def _deprecated(key: str, inline: str | None, args: list[str], i: int,
+                renamed: dict[str, Any]) -> tuple[str, Any, int]:
+    """A deprecated flag (``--max-reasks 1``, ``--reask``, ``--no-reask``): its key, its value, the next index.
+
+    A flag with no value after it was an on/off switch: ``--X`` is on, ``--no-X`` off.
+    """
+    if key not in renamed:
+        return key[3:], False, i + 1
+    if inline is not None:
+        return key, inline, i + 1
+    if i + 1 >= len(args) or args[i + 1].startswith("--"):
+        return key, True, i + 1
+    return key, args[i + 1], i + 2
+
+
 def flags_to_options(args: list[str], model: type[BaseModel], method: str) -> dict[str, Any]:
     """Map ``--some-flag VALUE`` / ``--flag`` / ``--no-flag`` onto the fields of ``model``.
 
@@ -47,6 +62,11 @@ def flags_to_options(args: list[str], model: type[BaseModel], method: str) -> di
         name, eq, inline = arg[2:].partition("=")
         key = name.replace("-", "_")
         negated = False
+        renamed = getattr(model, "renamed", {})
+        if key not in fields and (key in renamed or (key.startswith("no_") and key[3:] in renamed)):
+            key, value, i = _deprecated(key, inline if eq else None, args, i, renamed)
+            out[key] = value  # converted to the new option on validation
+            continue
         if key not in fields and key.startswith("no_") and key[3:] in fields:
             key, negated = key[3:], True
         if key not in fields:

@@ -31,12 +31,6 @@ ECHO_CHARS = 1500
 REASK_SUFFIX = "-reask"
 
 
-class Sender(Protocol):
-    """What :func:`ask` sends through: the run's :class:`~assay.judges.middleware.ManagedJudge`."""
-
-    async def generate(self, request: Request, *, stage: str = "score") -> Response: ...
-
-
 @dataclass(frozen=True)
 class Read(Generic[T]):
     """What a reader made of one answer: a value, or the reason there is none (sent back in a re-ask).
@@ -62,9 +56,26 @@ class Read(Generic[T]):
 Reader = Callable[[Response, Request], Read[Any]]
 
 
+class Sender(Protocol):
+    """What :func:`ask` sends through: the run's :class:`~assay.judges.middleware.ManagedJudge` (a protocol, so
+    that this module does not import the middleware, which imports it to charge usage)."""
+
+    async def generate(self, request: Request, *, stage: str = "score") -> Response: ...
+
+
+def usage_of(response: Response) -> Usage:
+    """The usage one response stands for; a cached answer counts as a free, cached call."""
+    if response.from_cache:
+        return Usage(cached_calls=1)
+    return Usage(calls=1, prompt_tokens=response.prompt_tokens, completion_tokens=response.completion_tokens,
+                 cached_prompt_tokens=response.cached_prompt_tokens, latency_s=response.latency_s,
+                 cost_usd=response.cost_usd)
+
+
 def keep_text(response: Response, request: Request) -> Read[str]:
-    """The default reader: the first completion's text, whatever it says."""
-    return Read(response.text)
+    """The default reader: the first completion's text, whatever it says (empty when the judge gave none; a method
+    that reads the whole response, e.g. G-Eval's sampled answers, reads it from :attr:`Asked.response`)."""
+    return Read(response.choices[0].text if response.choices else "")
 
 
 class CallRecord(BaseModel):
@@ -78,6 +89,8 @@ class CallRecord(BaseModel):
         finish: The first completion's finish reason (``stop``, ``length``, ...).
         cached: Whether the answer came from the call cache (or an identical call in flight).
         detail: What the reader kept beside the value (see :attr:`Read.detail`).
+        usage: What the call cost (:func:`usage_of`); charged to the judgment already, kept for a result shared
+            by several judgments (SEAL's stage 1) whose trace says what it cost.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -89,12 +102,13 @@ class CallRecord(BaseModel):
     finish: str | None = None
     cached: bool = False
     detail: dict[str, Any] = {}
+    usage: Usage = Usage()
 
     def to_trace(self) -> dict[str, Any]:
-        """The record as a trace entry (empty fields left out)."""
-        return self.model_dump(exclude_defaults=True, exclude={"stage"}) | {"stage": self.stage,
-                                                                           "prompt_sha256": self.prompt_sha256,
-                                                                           "answer": self.answer}
+        """The record as a trace entry: empty fields left out but ``error`` (None: the answer was used); the
+        usage is the judgment's, by stage."""
+        return self.model_dump(exclude_defaults=True, exclude={"stage", "usage"}) | {
+            "stage": self.stage, "prompt_sha256": self.prompt_sha256, "answer": self.answer, "error": self.error}
 
 
 @dataclass
@@ -121,8 +135,22 @@ class Asked(Generic[T]):
     def error(self) -> str | None:
         return self.calls[-1].error
 
+    @property
+    def reasks(self) -> int:
+        """How many follow-up turns were sent after an unusable answer."""
+        return len(self.calls) - 1
+
     def trace(self) -> list[dict[str, Any]]:
         return [c.to_trace() for c in self.calls]
+
+
+#: The keys stored runs made before the one call path used for a call record's fields (new key -> old key).
+OLD_KEYS = {"prompt_sha256": "prompt_sha", "answer": "text"}
+
+
+def recorded(entry: dict[str, Any], key: str) -> Any:
+    """A call record's field in a stored trace entry, also under the key older runs wrote (readers accept both)."""
+    return entry[key] if key in entry else entry.get(OLD_KEYS.get(key, key))
 
 
 def question_of(request: Request) -> str:
@@ -145,7 +173,7 @@ def follow_up(request: Request, answer: str, error: str, message: Callable[[str]
 
 
 async def ask(judge: Sender, request: Request, *, stage: str, read: Reader = keep_text, reasks: int = 0,
-              reask_message: Callable[[str], str] = reask_text) -> Asked[Any]:
+              reask_message: Callable[[str], str] = reask_text, reask_stage: str | None = None) -> Asked[Any]:
     """Send ``request``; while ``read`` refuses the answer and re-asks remain, ask again in a follow-up turn.
 
     Args:
@@ -155,6 +183,7 @@ async def ask(judge: Sender, request: Request, *, stage: str, read: Reader = kee
         read: Reads a response into a value or an error (pure); the default keeps the text.
         reasks: Follow-up turns allowed after the first answer (0: no re-ask).
         reask_message: The follow-up turn's text for an error (a method's own wording, e.g. a format hint).
+        reask_stage: Usage stage of the re-asks (default ``<stage>-reask``; SEAL counts them under ``stage``).
 
     Returns:
         The value of the first usable answer (None if none was), every call's record, the last response.
@@ -165,14 +194,14 @@ async def ask(judge: Sender, request: Request, *, stage: str, read: Reader = kee
     calls: list[CallRecord] = []
     current = request
     for attempt in range(reasks + 1):
-        call_stage = stage if attempt == 0 else stage + REASK_SUFFIX
+        call_stage = stage if attempt == 0 else (reask_stage or stage + REASK_SUFFIX)
         response = await judge.generate(current, stage=call_stage)
         got = read(response, current)
         choice = response.choices[0] if response.choices else None
         calls.append(CallRecord(stage=call_stage, prompt_sha256=content_hash(question_of(current)),
                                 answer=response.text if choice else "", error=got.error,
                                 finish=choice.finish_reason if choice else None, cached=response.from_cache,
-                                detail=got.detail))
+                                detail=got.detail, usage=usage_of(response)))
         if got.ok:
             return Asked(got.value, calls, response, got)
         current = follow_up(current, response.text if choice else "", str(got.error), reask_message)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import copy
 import hashlib
 import json
 import random
@@ -24,7 +25,7 @@ from pydantic import (
 )
 
 from assay.errors import ConfigError, FatalJudgeError, InputError, JudgeError, TransientJudgeError
-from assay.judges.ask import charge
+from assay.judges.ask import charge, usage_of
 from assay.judges.base import Judge, JudgeIdentity, Request, Response
 from assay.types import Usage
 
@@ -128,20 +129,6 @@ class PriceTable(BaseModel):
         return full * (1.0 - (self.batch_discount or 0.0)) if batch else full
 
 
-def usage_of(response: Response) -> Usage:
-    """The usage one response stands for; a cached answer counts as a free, cached call."""
-    if response.from_cache:
-        return Usage(cached_calls=1)
-    return Usage(
-        calls=1,
-        prompt_tokens=response.prompt_tokens,
-        completion_tokens=response.completion_tokens,
-        cached_prompt_tokens=response.cached_prompt_tokens,
-        latency_s=response.latency_s,
-        cost_usd=response.cost_usd,
-    )
-
-
 @dataclass
 class Ledger:
     """Run-wide usage per method stage, plus counts of retries and failures."""
@@ -217,6 +204,18 @@ class ManagedJudge:
         self._rng = random.Random(seed)
         self._in_flight: dict[str, _Flight] = {}
         self._parked: Callable[[], AbstractContextManager[object]] = getattr(judge, "parked", nullcontext)
+        self.sample_offset = 0
+
+    def offset(self, sample_offset: int) -> ManagedJudge:
+        """This judge with every request's ``sample_index`` moved by ``sample_offset`` (``assay probe``'s repeats).
+
+        A view, not a second judge: it shares the cache, ledger, concurrency bound and in-flight calls. A sampled
+        request (temperature > 0) then is a new draw with its own cache key; a greedy one keeps its key (greedy
+        keys ignore the index) and is answered from the cache, as it would be answered the same anyway.
+        """
+        view = copy.copy(self)
+        view.sample_offset = self.sample_offset + sample_offset
+        return view
 
     @property
     def identity(self) -> JudgeIdentity:
@@ -234,6 +233,8 @@ class ManagedJudge:
         and a nondeterministic judge gives them different scores that a replay cannot reproduce.
         The callers that joined a call get its response accounted as cached calls.
         """
+        if self.sample_offset:
+            request = request.model_copy(update={"sample_index": request.sample_index + self.sample_offset})
         key = call_key(self.identity, request)
         hit = self._cached(key)
         if hit is not None:

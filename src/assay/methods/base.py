@@ -8,20 +8,74 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, model_validator
 
 from assay.datasets import Dataset
+from assay.errors import ConfigError
 from assay.hashing import content_hash
 from assay.judges.ask import current_usage
-from assay.judges.base import Response
-from assay.judges.middleware import ManagedJudge, usage_of
+from assay.judges.middleware import ManagedJudge
 from assay.types import Dimension, Judgment, Sample, Usage
 
 
-class MethodOptions(BaseModel):
-    """Base of every method's options: validated once, unknown keys rejected."""
+class Renamable(BaseModel):
+    """Options of which some were renamed: the old names stay accepted (deprecated), converted to the new ones.
+
+    :attr:`renamed` maps an old name to the new name and the conversion of its value. The model then records
+    only the new name, and a stored run recorded with the old one is compared through :meth:`upgrade_settings`.
+    """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+    #: Old option name -> (new name, conversion of the old value), e.g. ``max_reasks`` -> ``reasks``.
+    renamed: ClassVar[dict[str, tuple[str, Callable[[Any], Any]]]] = {}
+
+    @model_validator(mode="before")
+    @classmethod
+    def _rename(cls, data: Any) -> Any:
+        """Accept the deprecated names of :attr:`renamed`."""
+        return cls.upgrade_settings(data) if isinstance(data, dict) else data
+
+    @classmethod
+    def upgrade_settings(cls, settings: dict[str, Any]) -> dict[str, Any]:
+        """``settings`` with the old option names of :attr:`renamed` under their new names and values.
+
+        Raises:
+            ConfigError: An old and a new name given together with different values.
+        """
+        out = dict(settings)
+        for old, (new, convert) in cls.renamed.items():
+            if old not in out:
+                continue
+            value = convert(out.pop(old))
+            if new in out and out[new] != value:
+                raise ConfigError(f"options {old!r} (deprecated) and {new!r} are both given, with different values")
+            out.setdefault(new, value)
+        return out
+
+
+class MethodOptions(Renamable):
+    """Base of every method's options: validated once, unknown keys rejected, old names mapped (:class:`Renamable`)."""
+
+
+def reasks_from_bool(value: Any) -> Any:
+    """An old on/off re-ask option as a number of re-asks (on: one)."""
+    if isinstance(value, str) and value.lower() in ("true", "false", "yes", "no", "1", "0", "on", "off"):
+        value = value.lower() in ("true", "yes", "1", "on")
+    return int(value) if isinstance(value, bool) else value
+
+
+def reasks_from_attempts(value: Any) -> Any:
+    """An old ``max_attempts`` (calls per question) as re-asks after the first call."""
+    try:
+        return int(value) - 1
+    except (TypeError, ValueError):
+        return value
+
+
+def same(value: Any) -> Any:
+    """The conversion of an option that was only renamed."""
+    return value
 
 
 @dataclass
@@ -109,17 +163,6 @@ class Method(abc.ABC):
             usage = current_usage()
         return Judgment(sample_id=sample.id, dimension=dimension.name, method=self.name,
                         judge=ctx.judge.identity.label, score=score, trace=trace, usage=usage, error=error)
-
-
-class StageUsage:
-    """Usage of one judgment, split by stage: add each response as it comes back."""
-
-    def __init__(self) -> None:
-        self.by_stage: dict[str, Usage] = {}
-
-    def add(self, stage: str, response: Response) -> Response:
-        self.by_stage.setdefault(stage, Usage()).add(usage_of(response))
-        return response
 
 
 def shuffled(items: list[Any], seed: int, *key: str) -> list[Any]:

@@ -2,7 +2,7 @@
 
 Every call goes through the run's managed judge with the run store as its cache, so the calls are kept in
 the run and a second probe is answered from the cache. Variants of the run's method are built from its
-recorded settings: repeats with other sample indices (:class:`RepeatJudge`), the order hook ``shuffle_seed``
+recorded settings: repeats with other sample indices (:meth:`ManagedJudge.offset`), the order hook ``shuffle_seed``
 (CheckEval, SEAL) and injected outputs (:mod:`assay.probe.injections`).
 """
 
@@ -16,8 +16,7 @@ from typing import Any
 import numpy as np
 
 from assay.errors import JudgeError
-from assay.judges.base import Request, Response
-from assay.judges.middleware import ManagedJudge
+from assay.judges.ask import attributed
 from assay.meta.agreement import krippendorff_alpha
 from assay.methods import Method, RunContext
 from assay.probe import stats
@@ -30,25 +29,6 @@ from assay.types import Dimension, Judgment, Sample
 REPEAT_STRIDE = 1000
 #: Methods with the order hook ``shuffle_seed``.
 ORDER_METHODS = ("checkeval", "seal")
-
-
-class RepeatJudge:
-    """The managed judge with every request's ``sample_index`` moved to repeat ``k``'s range.
-
-    A sampled request (temperature > 0) then is a new draw with its own cache key; a greedy one keeps its key
-    (greedy keys ignore the index) and is answered from the cache, as it would be answered the same anyway.
-    Everything else is the managed judge's (identity, capabilities, accounting).
-    """
-
-    def __init__(self, judge: ManagedJudge, k: int) -> None:
-        self._judge, self._k = judge, k
-
-    async def generate(self, request: Request, *, stage: str = "score") -> Response:
-        moved = request.model_copy(update={"sample_index": request.sample_index + self._k * REPEAT_STRIDE})
-        return await self._judge.generate(moved, stage=stage)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._judge, name)
 
 
 @dataclass
@@ -69,14 +49,15 @@ class Reasker:
                     samples: list[Sample] | None = None) -> list[Judgment | None]:
         """Judge the chosen units (or ``samples``, one per unit) with a variant; None where the calls failed."""
         meth = await self.make(options)
-        judge: Any = RepeatJudge(self.ctx.judge, repeat) if repeat else self.ctx.judge  # stands in for it
+        judge = self.ctx.judge.offset(repeat * REPEAT_STRIDE) if repeat else self.ctx.judge
         ctx = RunContext(dataset=self.ctx.dataset, dimensions=self.ctx.dimensions, judge=judge,
                          note=self.ctx.note, artifacts=self.ctx.artifacts)
         todo = samples if samples is not None else [s for s, _, _ in self.units]
 
         async def one(sample: Sample, dim: Dimension) -> Judgment | None:
             try:
-                return await meth.score(sample, dim, ctx)
+                with attributed():  # as the executor does: the variant's usage is its own
+                    return await meth.score(sample, dim, ctx)
             except JudgeError as exc:
                 self.ctx.note("probe", f"a probe call failed after its retries: {exc}")
                 return None

@@ -247,9 +247,12 @@ def _prompts(runs: list[dict[str, Any]], budget: int) -> tuple[dict[str, Any], i
 
 
 def _shas(value: Any) -> list[str]:
-    """Every prompt hash a trace names, at any depth."""
+    """Every prompt hash a trace names, at any depth (old runs' ``prompt_sha`` too)."""
+    from assay.judges.ask import recorded
+
     if isinstance(value, dict):
-        found = [v for k, v in value.items() if k in ("prompt_sha", "prompt_sha256") and isinstance(v, str)]
+        sha = recorded(value, "prompt_sha256")
+        found = [sha] if isinstance(sha, str) else []
         return found + [s for v in value.values() if isinstance(v, dict | list) for s in _shas(v)]
     if isinstance(value, list):
         return [s for v in value for s in _shas(v)]

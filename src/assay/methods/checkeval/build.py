@@ -17,16 +17,18 @@ from __future__ import annotations
 import json
 import re
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
 from assay.datasets.catalog import DatasetInfo
 from assay.errors import ConfigError
-from assay.hashing import content_hash
-from assay.judges.base import Request
+from assay.judges.ask import Read, ask
+from assay.judges.base import Request, Response
 from assay.judges.middleware import ManagedJudge
+from assay.methods.base import Renamable, reasks_from_attempts
 from assay.methods.checkeval.checklist import (
     BuildRecord,
     CallRecord,
@@ -70,7 +72,7 @@ def copied_example_words(question: str, own_text: str) -> list[str]:
 PAPER_PER_SEED = {"diversification": 2, "elaboration": 4}
 
 
-class BuildSettings(BaseModel):
+class BuildSettings(Renamable):
     """How a checklist is built; recorded in the output file.
 
     Attributes:
@@ -82,7 +84,8 @@ class BuildSettings(BaseModel):
         seed: Sampling seed.
         max_tokens: Room for one augmentation answer.
         filter_max_tokens: Room for the filter's JSON; default 40 tokens per pool question + 80.
-        max_attempts: Calls per step before a malformed answer is given up on (recorded).
+        reasks: Follow-up turns after a malformed answer before the step is given up on (recorded);
+            ``max_attempts`` (calls per step, ``reasks + 1``) is the deprecated name.
         diversification_per_seed: New questions asked for per seed question in diversification;
             default: as many as the authors' released pools hold per seed (``PAPER_PER_SEED``).
         elaboration_per_seed: Sub-questions asked for per seed question in elaboration; default: as
@@ -97,9 +100,11 @@ class BuildSettings(BaseModel):
     seed: int = 0
     max_tokens: int = Field(default=400, ge=16)
     filter_max_tokens: int | None = Field(default=None, ge=16)
-    max_attempts: int = Field(default=3, ge=1, le=10)
+    reasks: int = Field(default=2, ge=0, le=9)
     diversification_per_seed: int = Field(default=PAPER_PER_SEED["diversification"], ge=1, le=20)
     elaboration_per_seed: int = Field(default=PAPER_PER_SEED["elaboration"], ge=1, le=20)
+
+    renamed: ClassVar[dict[str, tuple[str, Callable[[Any], Any]]]] = {"max_attempts": ("reasks", reasks_from_attempts)}
 
 
 # -- prompts (pure) ---------------------------------------------------------------------------------
@@ -258,10 +263,10 @@ def filter_prompt(info: DatasetInfo, dim: ChecklistDimension, pool: dict[str, li
         "- Only remove questions that fail a criterion above.\n")
 
 
-def retry_suffix(prompt: str, reason: str, attempt: int) -> str:
-    """The prompt asked again after a malformed answer (the shared prefix stays first)."""
-    return (f"{prompt}\n(Attempt {attempt}: the previous answer could not be used: {reason}. "
-            "Follow the format exactly.)\n")
+def reask_note(reason: str) -> str:
+    """The follow-up turn after a malformed answer (the original prompt stays first in the conversation)."""
+    return (f"The previous answer could not be used: {reason}. "
+            "Answer the request above again; follow the format exactly.")
 
 
 # -- parsing generated questions (pure) ------------------------------------------------------------
@@ -460,30 +465,30 @@ class Builder:
         self.failures: list[str] = []
         self.notes: list[str] = []
 
-    async def _call(self, step: _Step, attempt: int, prompt: str) -> str:
-        s = self.settings
-        req = Request.chat(prompt, temperature=s.temperature, seed=s.seed, max_tokens=step.max_tokens)
-        resp = await self.judge.generate(req, stage=f"build-{step.stage}")
-        return resp.text
-
     async def run(self, step: _Step, parse: Any) -> Any:
-        """Ask, parse, re-ask while the answer is unusable (bounded); record every attempt.
+        """Ask through :func:`~assay.judges.ask.ask` (bounded re-asks in follow-up turns); record every call.
 
         ``parse(text)`` returns ``(result, accepted_count, rejected, error)``; an error means re-ask.
         """
-        prompt = step.prompt
-        for attempt in range(1, self.settings.max_attempts + 1):
-            text = await self._call(step, attempt, prompt)
-            result, accepted, rejected, error = parse(text)
+        s = self.settings
+
+        def read(response: Response, _: Request) -> Read[Any]:
+            result, accepted, rejected, error = parse(response.text)
+            return Read(result, error or None, {"accepted": accepted, "rejected": rejected})
+
+        request = Request.chat(step.prompt, temperature=s.temperature, seed=s.seed, max_tokens=step.max_tokens)
+        asked = await ask(self.judge, request, stage=f"build-{step.stage}", read=read, reasks=s.reasks,
+                          reask_message=reask_note)
+        for attempt, call in enumerate(asked.calls, start=1):
             self.calls.append(CallRecord(stage=step.stage, dimension=step.dimension, sub_dimension=step.sub_dimension,
-                                         attempt=attempt, prompt_sha256=content_hash(prompt), response=text,
-                                         accepted=accepted, rejected=rejected, error=error or None))
-            if not error:
-                return result
-            prompt = retry_suffix(step.prompt, error, attempt + 1)
+                                         attempt=attempt, prompt_sha256=call.prompt_sha256, response=call.answer,
+                                         accepted=call.detail["accepted"], rejected=call.detail["rejected"],
+                                         error=call.error))
+        if asked.ok:
+            return asked.value
         where = step.dimension + (f"/{step.sub_dimension}" if step.sub_dimension else "")
-        self.failures.append(f"{step.stage} of {where}: still unusable after {self.settings.max_attempts} "
-                             f"attempts ({error})")
+        self.failures.append(f"{step.stage} of {where}: still unusable after {len(asked.calls)} "
+                             f"attempts ({asked.error})")
         return None
 
     async def augment(self, dim: ChecklistDimension) -> tuple[list[Generated], list[Generated]]:

@@ -19,15 +19,16 @@ that prompts for every dimension of a sample share the longest prefix; nothing e
 from __future__ import annotations
 
 import asyncio
-from typing import Any, Literal
+from collections.abc import Callable
+from typing import Any, ClassVar, Literal
 
 from pydantic import Field, model_validator
 
 from assay.datasets.catalog import DatasetInfo
 from assay.errors import ConfigError
-from assay.hashing import content_hash
-from assay.judges.base import Choice, Request
-from assay.methods.base import Method, MethodOptions, RunContext, StageUsage, shuffled
+from assay.judges.ask import Read, ask
+from assay.judges.base import Choice, Request, Response
+from assay.methods.base import Method, MethodOptions, RunContext, reasks_from_bool, shuffled
 from assay.methods.checkeval.aggregate import QuestionResult, aggregate
 from assay.methods.checkeval.checklist import (
     Checklist,
@@ -38,7 +39,7 @@ from assay.methods.checkeval.checklist import (
     dump_checklist,
     load_checklist,
 )
-from assay.methods.checkeval.parse import p_yes_at, parse_answers
+from assay.methods.checkeval.parse import ParsedAnswers, p_yes_at, parse_answers
 from assay.methods.checkeval.prompts import Asked, build_prompt, plan_groups
 from assay.methods.presets import apply_preset
 from assay.types import Dimension, Judgment, Sample
@@ -55,7 +56,9 @@ class CheckEvalOptions(MethodOptions):
         per_question: One question per prompt (the single-question ablation of section 3.3).
         soft: Score = mean P(yes) from log-probabilities at each answer token; the binary
             yes-ratio stays in the trace.
-        reask: Ask each missing answer again once, on its own.
+        reasks: Ask each question left unanswered in its group again on its own (1, the default), and re-ask
+            that question in a follow-up turn up to ``reasks - 1`` more times; 0: never. ``reask`` (on/off) is
+            the deprecated name (on: 1).
         max_tokens: Room for the answers; default 24 tokens per question + 16, at most 200 (the paper's
             setting), so that a judge that restates each question still reaches the last one.
         temperature: Decoding temperature (the paper used 1 with a fixed seed; 0 is greedy).
@@ -78,7 +81,7 @@ class CheckEvalOptions(MethodOptions):
     group_size: int = Field(default=5, ge=1)
     per_question: bool = False
     soft: bool = False
-    reask: bool = True
+    reasks: int = Field(default=1, ge=0, le=5)
     max_tokens: int | None = Field(default=None, ge=1)
     temperature: float = Field(default=0.0, ge=0.0)
     seed: int = 0
@@ -87,6 +90,8 @@ class CheckEvalOptions(MethodOptions):
     definition: Literal["after", "before"] = "after"
     shuffle_seed: int | None = None
     preset: Literal["paper"] | None = None
+
+    renamed: ClassVar[dict[str, tuple[str, Callable[[Any], Any]]]] = {"reask": ("reasks", reasks_from_bool)}
 
     @model_validator(mode="before")
     @classmethod
@@ -171,13 +176,24 @@ class CheckEval(Method):
                             stop=(f"Q{n_questions + 1}:",))
 
     async def _ask(self, sample: Sample, dim: ChecklistDimension, group: list[Asked], ctx: RunContext,
-                   usage: StageUsage, stage: str, soft: bool) -> tuple[dict[str, Any], list[QuestionResult]]:
-        """Ask one group of questions; return its trace entry and a result per question."""
+                   stage: str, soft: bool, reasks: int = 0) -> tuple[dict[str, Any], list[QuestionResult]]:
+        """Ask one group of questions; return its trace entry and a result per question.
+
+        A group's missing answers are not re-asked here (:meth:`score` asks each alone); a question asked alone
+        is re-asked in a follow-up turn up to ``reasks`` times while it stays unanswered.
+        """
         prompt = build_prompt(sample, dim.name, dim.definition, group, ctx.dataset.info,
                               definition_first=self.options.definition == "before")
-        resp = usage.add(stage, await ctx.judge.generate(self._request(prompt, len(group), soft), stage=stage))
-        choice = resp.choices[0]
-        parsed = parse_answers(choice.text, len(group), prompt)
+
+        def read(response: Response, _: Request) -> Read[ParsedAnswers]:
+            parsed = parse_answers(response.text, len(group), prompt)
+            missing = [k for k in range(1, len(group) + 1) if k not in parsed.answers]
+            error = None if not missing or len(group) > 1 else parsed.reasons.get(1, "not answered")
+            return Read(parsed, error)
+
+        got = await ask(ctx.judge, self._request(prompt, len(group), soft), stage=stage, read=read, reasks=reasks)
+        choice, parsed = got.response.choices[0], got.last.value
+        assert parsed is not None
         results = []
         for k, asked in enumerate(group, start=1):
             r = QuestionResult(asked)
@@ -189,21 +205,22 @@ class CheckEval(Method):
             else:
                 r.note = parsed.reasons.get(k, "not answered")
             results.append(r)
-        entry = {"questions": [a.id for a in group], "prompt_sha256": content_hash(prompt), "answer": choice.text,
-                 "notes": parsed.notes}
+        calls = got.trace()  # the entry is the call whose answers were taken; earlier ones under "attempts"
+        entry = {"questions": [a.id for a in group], **calls[-1], "notes": parsed.notes}
+        if len(calls) > 1:
+            entry["attempts"] = calls
         return entry, results
 
     async def score(self, sample: Sample, dimension: Dimension, ctx: RunContext) -> Judgment:
         checklist = self._load(ctx.dataset.info, ctx.dimensions)
         cdim = checklist.dimension(dimension.name)
         soft = self._soft_active(ctx)
-        usage = StageUsage()
         groups = plan_groups(cdim, 1, "packed") if self.options.per_question else \
             plan_groups(cdim, self.options.group_size, self.options.grouping)
         if self.options.shuffle_seed is not None:
             groups = [shuffled(g, self.options.shuffle_seed, sample.id, dimension.name, str(i))
                       for i, g in enumerate(groups)]
-        asked = await asyncio.gather(*(self._ask(sample, cdim, g, ctx, usage, "score", soft) for g in groups))
+        asked = await asyncio.gather(*(self._ask(sample, cdim, g, ctx, "score", soft) for g in groups))
         results: list[QuestionResult] = []
         group_trace = []
         asked_alone: set[int] = set()  # results whose question was already asked on its own
@@ -217,17 +234,16 @@ class CheckEval(Method):
         reasks = []
         # A question asked alone (per-question mode, or a group of one) would get the identical prompt again.
         missing = [r for r in results if r.answer is None and id(r) not in asked_alone]
-        if self.options.reask and missing:
-            again = await asyncio.gather(*(self._ask(sample, cdim, [r.asked], ctx, usage, "reask", soft)
-                                           for r in missing))
+        if self.options.reasks and missing:
+            again = await asyncio.gather(*(self._ask(sample, cdim, [r.asked], ctx, "reask", soft,
+                                                     self.options.reasks - 1) for r in missing))
             for r, (entry, (new,)) in zip(missing, again, strict=True):
                 reasks.append(entry)
                 r.answer, r.p_yes, r.note, r.where = new.answer, new.p_yes, new.note, r.where + ", re-asked alone"
-        return self._judgment(sample, dimension, ctx, results, group_trace, reasks, usage, soft)
+        return self._judgment(sample, dimension, ctx, results, group_trace, reasks, soft)
 
     def _judgment(self, sample: Sample, dimension: Dimension, ctx: RunContext, results: list[QuestionResult],
-                  groups: list[dict[str, Any]], reasks: list[dict[str, Any]], usage: StageUsage,
-                  soft: bool) -> Judgment:
+                  groups: list[dict[str, Any]], reasks: list[dict[str, Any]], soft: bool) -> Judgment:
         agg = aggregate(results)
         overall = agg["overall"]
         binary, soft_score = overall["yes_ratio"], overall["p_yes_mean"]
@@ -252,7 +268,7 @@ class CheckEval(Method):
         if score is None:
             again = ", even when re-asked alone" if reasks else ""
             error = f"no question of {overall['asked']} got a readable yes/no answer{again}"
-        return self.judgment(sample, dimension, ctx, score=score, trace=trace, usage=usage.by_stage, error=error)
+        return self.judgment(sample, dimension, ctx, score=score, trace=trace, error=error)
 
 
 def _soft(choice: Choice, offset: int) -> tuple[float | None, str]:

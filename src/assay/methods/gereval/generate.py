@@ -26,8 +26,9 @@ from assay.datasets import Dataset
 from assay.datasets.catalog import DatasetInfo
 from assay.errors import ConfigError
 from assay.hashing import content_hash
+from assay.judges.ask import Asked
 from assay.judges.base import Request, schema_text
-from assay.methods.gereval.reprompt import DEFAULT_REASKS, Asked, ask_json
+from assay.methods.gereval.reprompt import DEFAULT_REASKS, ask_json
 from assay.methods.gereval.rubric import (
     CategoricalScale,
     Criterion,
@@ -395,8 +396,9 @@ def select_examples(dataset: Dataset, settings: GenerationSettings) -> tuple[lis
 
 
 def _records(asked: Asked[Any], stage: str, criterion: str | None = None) -> list[dict[str, Any]]:
+    """The provenance's responses: each call's record, under the generation step (not the usage stage)."""
     base = {"stage": stage} | ({"criterion": criterion} if criterion else {})
-    return [base | {"attempt": i + 1} | a.as_dict() for i, a in enumerate(asked.attempts)]
+    return [call | base | {"attempt": i + 1} for i, call in enumerate(asked.trace())]
 
 
 async def generate_rubric(dataset: Dataset, judge: Any, settings: GenerationSettings, *,
@@ -442,7 +444,7 @@ async def generate_rubric(dataset: Dataset, judge: Any, settings: GenerationSett
     criteria: list[Criterion] = []
     instruction_prompts: dict[str, str] = {}
     if not asked.ok:
-        discarded.append({"stage": "criteria", "reason": asked.error, "attempts": len(asked.attempts)})
+        discarded.append({"stage": "criteria", "reason": asked.error, "attempts": len(asked.calls)})
         _note(f"every criteria answer was invalid after {settings.reasks} re-asks: the rubric has no criteria")
     else:
         drafts = asked.value or []
@@ -458,7 +460,7 @@ async def generate_rubric(dataset: Dataset, judge: Any, settings: GenerationSett
                 criteria.append(draft.model_copy(update={"instruction": got.value}))
             else:
                 discarded.append({"stage": "instruction", "criterion": draft.model_dump(mode="json"),
-                                  "reason": got.error, "attempts": len(got.attempts)})
+                                  "reason": got.error, "attempts": len(got.calls)})
                 _note(f"criterion {draft.name!r} dropped: no valid scoring instruction after "
                       f"{settings.reasks} re-asks")
     rating_field = info.contrast_field if settings.condition == "contrastive" else None

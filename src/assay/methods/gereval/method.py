@@ -23,7 +23,7 @@ from assay.datasets.catalog import DatasetInfo
 from assay.errors import ConfigError
 from assay.hashing import content_hash
 from assay.judges.base import Request, schema_text
-from assay.methods.base import Method, MethodOptions, RunContext, StageUsage
+from assay.methods.base import Method, MethodOptions, RunContext
 from assay.methods.gereval.reprompt import DEFAULT_REASKS, ask_json
 from assay.methods.gereval.rubric import (
     HUMAN_PREFIX,
@@ -285,15 +285,14 @@ class GerEval(Method):
                                  f"samples (the judged sample and its source document are never shown)")
         shown = demonstrations_block(info, criterion, demos, rating_field, self.options.max_chars)
         prompt = build_scoring_prompt(self._task or task_text(info).scoring, info, criterion, sample, shown)
-        usage = StageUsage()
         request = Request.chat(prompt, temperature=0.0, max_tokens=self.options.max_tokens, json_mode=True,
                                json_schema=schema_text(score_schema(criterion)))
         strict = self.options.strict_ratings
         asked = await ask_json(ctx.judge, request, lambda o: validate_score(o, criterion, strict=strict), stage="score",
-                               reasks=self.options.reasks, on_response=usage.add)
+                               reasks=self.options.reasks)
         trace: dict[str, Any] = {
-            "criterion": criterion.name, "rubric": rubric.content_hash(), "prompt_sha": content_hash(prompt),
-            "attempts": [a.as_dict() for a in asked.attempts], "reasks": asked.reasks,
+            "criterion": criterion.name, "rubric": rubric.content_hash(), "prompt_sha256": content_hash(prompt),
+            "attempts": asked.trace(), "reasks": asked.reasks,
             "shots": self.options.shots,
             "demonstrations": [{"sample_id": s.id, "field": rating_field, "rating": s.human[rating_field]}
                                for s in demos],
@@ -301,12 +300,12 @@ class GerEval(Method):
         if isinstance(criterion.scale, CategoricalScale):
             trace["mapping"] = criterion.scale.mapping()
         if asked.value is None:
-            return self.judgment(sample, dimension, ctx, score=None, trace=trace, usage=usage.by_stage,
+            return self.judgment(sample, dimension, ctx, score=None, trace=trace,
                                  error=f"parse failure after {asked.reasks} re-asks: {asked.error}")
         trace.update(reasoning=asked.value.reasoning, label=asked.value.label)
         if asked.value.flags:
             trace["flags"] = list(asked.value.flags)
-        return self.judgment(sample, dimension, ctx, score=asked.value.value, trace=trace, usage=usage.by_stage)
+        return self.judgment(sample, dimension, ctx, score=asked.value.value, trace=trace)
 
 
 __all__ = ["HUMAN_PREFIX", "GerEval", "GerEvalOptions", "build_scoring_prompt", "pick_demonstrations",

@@ -143,7 +143,7 @@ async def tag_rubric(rubric: Rubric, human: Rubric, judge: Any, *, task: str,
         request = Request.chat(build_tag_prompt(task, human, c), temperature=0.0, max_tokens=max_tokens,
                                json_mode=True)
         asked = await ask_json(judge, request, lambda o: validate_tags(o, names), stage="tag", reasks=reasks)
-        return TagResult(c.name, asked.value, [a.as_dict() for a in asked.attempts])
+        return TagResult(c.name, asked.value, asked.trace())
 
     return list(await asyncio.gather(*(one(c) for c in rubric.criteria)))
 

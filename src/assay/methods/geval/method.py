@@ -30,8 +30,9 @@ from pydantic import Field, model_validator
 
 from assay.errors import ConfigError
 from assay.hashing import content_hash
+from assay.judges.ask import ask
 from assay.judges.base import Request, Response
-from assay.methods.base import Method, MethodOptions, RunContext, StageUsage
+from assay.methods.base import Method, MethodOptions, RunContext
 from assay.methods.geval.paper import (
     PaperPrompt,
     build_paper_prompt,
@@ -322,8 +323,7 @@ class GEval(Method):
                 self.plans[dimension.name] = await self._plan(dimension, ctx, None)
         return self.plans[dimension.name]
 
-    async def _top_up(self, request: Request, response: Response, ctx: RunContext,
-                      usage: StageUsage) -> tuple[Response, dict[str, Any]]:
+    async def _top_up(self, request: Request, response: Response, ctx: RunContext) -> tuple[Response, dict[str, Any]]:
         """Ask again for the sampled answers a server left out (it capped ``n``), in at most
         ``TOP_UP_ROUNDS`` rounds; the trace says how many were asked, received, and whether ``n`` was reached.
 
@@ -337,9 +337,9 @@ class GEval(Method):
             if not more:
                 break
             next_index, extra = next_index + len(more), extra + len(more)
-            answers = await asyncio.gather(*(ctx.judge.generate(r, stage="score") for r in more))
+            answers = [a.response for a in await asyncio.gather(*(ask(ctx.judge, r, stage="score") for r in more))]
             for answer in answers:
-                choices += usage.add("score", answer).choices
+                choices += answer.choices
                 per_call = max(per_call, len(answer.choices))
         trace: dict[str, Any] = {"samples_requested": request.n, "samples_received": min(len(choices), request.n),
                                  "top_up_requests": extra}
@@ -359,12 +359,11 @@ class GEval(Method):
         else:
             rated = dimension
             prompt = build_prompt(sample, dimension, ctx.dataset.info, plan.criteria, plan.steps)
-        usage = StageUsage()
         request = score_request(prompt, self.mode, self.options, self.top_logprobs)
-        response = usage.add("score", await ctx.judge.generate(request, stage="score"))
+        response = (await ask(ctx.judge, request, stage="score")).response  # read below, with any top-up
         sampled: dict[str, Any] = {}
         if self.mode == "sampling" and len(response.choices) < request.n:
-            response, sampled = await self._top_up(request, response, ctx, usage)
+            response, sampled = await self._top_up(request, response, ctx)
         estimate, read = read_answer(response, self.mode, rated, prompt=prompt,
                                      strict=self.options.strict_ratings)
         trace: dict[str, Any] = {
@@ -377,5 +376,4 @@ class GEval(Method):
             trace["scale"] = rated.scale.label()
         if plan.record.get("fallback"):
             trace["steps_fallback"] = plan.record["fallback"]
-        return self.judgment(sample, dimension, ctx, score=estimate.score, trace=trace, usage=usage.by_stage,
-                             error=estimate.error)
+        return self.judgment(sample, dimension, ctx, score=estimate.score, trace=trace, error=estimate.error)

@@ -10,7 +10,8 @@ import yaml
 from assay.datasets.catalog import DatasetInfo
 from assay.errors import ConfigError
 from assay.hashing import content_hash
-from assay.judges.base import Request
+from assay.judges.ask import Read, ask
+from assay.judges.base import Request, Response
 from assay.judges.middleware import ManagedJudge
 from assay.methods.geval.prompts import Criteria, criterion_block, task_criteria
 from assay.types import Dimension
@@ -149,12 +150,17 @@ async def generate_steps(judge: ManagedJudge, info: DatasetInfo, dimension: Dime
     """
     criteria = task_criteria(info, dimension)
     request = Request.chat(build_steps_prompt(dimension, criteria, info), temperature=0.0, max_tokens=max_tokens)
-    response = await judge.generate(request, stage="steps")
+    asked = await ask(judge, request, stage="steps", read=read_steps)
+    call = asked.calls[0]
+    if not asked.ok:
+        return None, f"{asked.error} (answer: {call.answer[:200]!r})"
+    settings = {"temperature": 0.0, "max_tokens": max_tokens, "prompt_sha256": call.prompt_sha256}
+    return steps_entry(dimension, criteria, format_steps(asked.value),
+                       written_by=judge.identity.model_dump(mode="json"), settings=settings, raw=call.answer), None
+
+
+def read_steps(response: Response, _: Request) -> Read[list[str]]:
+    """The steps of the judge's answer, or why there are none (an answer cut at the token limit is suspect)."""
     choice = response.choices[0]
     steps, error = parse_steps(choice.text, truncated=choice.finish_reason == "length")
-    if error:
-        return None, f"{error} (answer: {choice.text[:200]!r})"
-    prompt_sha = content_hash(request.messages[-1].content)
-    settings = {"temperature": 0.0, "max_tokens": max_tokens, "prompt_sha256": prompt_sha}
-    return steps_entry(dimension, criteria, format_steps(steps), written_by=judge.identity.model_dump(mode="json"),
-                       settings=settings, raw=choice.text), None
+    return Read(steps, error)

@@ -22,7 +22,7 @@ from typing import Any
 
 from assay.datasets.catalog import DatasetInfo
 from assay.errors import ConfigError
-from assay.methods.base import Method, MethodOptions, RunContext, StageUsage
+from assay.methods.base import Method, MethodOptions, RunContext
 from assay.methods.seal.options import SealOptions
 from assay.methods.seal.paper import (
     answer_hint,
@@ -33,7 +33,7 @@ from assay.methods.seal.paper import (
     parse_paper_split,
 )
 from assay.methods.seal.prompts import Ask
-from assay.methods.seal.run import SealRun, Stage1, ask_judge
+from assay.methods.seal.run import SealRun, Stage1, ask_judge, spent
 from assay.methods.seal.spec import Recipe, Spec, load_spec, parse_overrides
 from assay.methods.seal.units import (
     FACT_PREFIX,
@@ -43,7 +43,7 @@ from assay.methods.seal.units import (
     parse_split,
     split_sentences,
 )
-from assay.types import Dimension, Judgment, Sample, Usage
+from assay.types import Dimension, Judgment, Sample
 
 
 def _key(*parts: str) -> str:
@@ -149,16 +149,13 @@ class Seal(Method):
         ask, parse, key = self.split_ask(text, label, source)
 
         async def split() -> Stage1:
-            usage = StageUsage()
-            value, attempts = await ask_judge(ctx.judge, ask, parse, stage="decompose",
-                                              usage=usage, max_reasks=self.options.max_reasks,
-                                              temperature=self.options.temperature)
-            spent = usage.by_stage.get("decompose", Usage())
-            if value is not None:
-                return Stage1(value, how="llm", attempts=attempts, usage=spent)
+            asked = await ask_judge(ctx.judge, ask, parse, stage="decompose", reasks=self.options.reasks,
+                                    temperature=self.options.temperature)
+            if asked.value is not None:
+                return Stage1(asked.value, how="llm", attempts=asked.trace(), usage=spent(asked))
             ctx.note("fallback", "seal: the judge's sentence split was unusable; pysbd sentences used instead")
-            return Stage1(split_sentences(text), how=f"pysbd (llm split failed: {attempts[-1]['error']})",
-                          attempts=attempts, usage=spent)
+            return Stage1(split_sentences(text), how=f"pysbd (llm split failed: {asked.error})",
+                          attempts=asked.trace(), usage=spent(asked))
 
         return await self.shared(key, split)
 
@@ -167,15 +164,13 @@ class Seal(Method):
         budget = self.options.source_fact_max_tokens if role == "source" else self.options.fact_max_tokens
 
         async def extract() -> Stage1:
-            usage = StageUsage()
             ask = Ask(build_fact_prompt(self.spec().fact_prompt, text, label), '{"facts": ["...", "..."]}', budget)
-            value, attempts = await ask_judge(ctx.judge, ask, lambda a: parse_facts(a, text, FACT_PREFIX[role]),
-                                              stage="decompose", usage=usage, max_reasks=self.options.max_reasks,
-                                              temperature=self.options.temperature)
-            spent = usage.by_stage.get("decompose", Usage())
+            asked = await ask_judge(ctx.judge, ask, lambda a: parse_facts(a, text, FACT_PREFIX[role]),
+                                    stage="decompose", reasks=self.options.reasks, temperature=self.options.temperature)
+            value, attempts, usage = asked.value, asked.trace(), spent(asked)
             if value is None:
-                return Stage1(None, error=str(attempts[-1]["error"]), how="llm", attempts=attempts, usage=spent)
-            return Stage1(value["facts"], how="llm", attempts=attempts, usage=spent, dropped=value["dropped"])
+                return Stage1(None, error=str(asked.error), how="llm", attempts=attempts, usage=usage)
+            return Stage1(value["facts"], how="llm", attempts=attempts, usage=usage, dropped=value["dropped"])
 
         return await self.shared(_key("facts", role, label, text), extract)
 
@@ -187,22 +182,20 @@ class Seal(Method):
         texts = {"source": source, "reference": reference, "output": output}
 
         async def extract() -> Stage1:
-            usage = StageUsage()
             ask = Ask(build_paper_fact_prompt(source, reference, output), answer_hint(), budget)
-            value, attempts = await ask_judge(ctx.judge, ask, lambda a: parse_joint_facts(a, texts),
-                                              stage="decompose", usage=usage, max_reasks=self.options.max_reasks,
-                                              temperature=self.options.temperature)
-            spent = usage.by_stage.get("decompose", Usage())
+            asked = await ask_judge(ctx.judge, ask, lambda a: parse_joint_facts(a, texts),
+                                    stage="decompose", reasks=self.options.reasks, temperature=self.options.temperature)
+            value, attempts, usage = asked.value, asked.trace(), spent(asked)
             if value is None:
-                return Stage1(None, error=str(attempts[-1]["error"]), how="llm (one call per triple)",
-                              attempts=attempts, usage=spent)
+                return Stage1(None, error=str(asked.error), how="llm (one call per triple)",
+                              attempts=attempts, usage=usage)
             roles = {r: v for r, v in value.items() if isinstance(v, dict)}
             dropped = [{"role": r, **d} for r, v in roles.items() for d in v["dropped"]]
             if value.get("ignored_reference_facts"):
                 dropped.append({"role": "reference", "text": f"{value['ignored_reference_facts']} fact(s)",
                                 "reason": "no reference text was given"})
             return Stage1({r: v["facts"] for r, v in roles.items()}, how="llm (one call per triple)",
-                          attempts=attempts, usage=spent, dropped=dropped)
+                          attempts=attempts, usage=usage, dropped=dropped)
 
         return await self.shared(_key("triple-facts", source, reference or "", output), extract)
 
@@ -213,8 +206,7 @@ class Seal(Method):
         run.trace.update({"recipe": name, "unit_type": recipe.unit, "score_range": [0.0, 1.0],
                           "decisions_by": self.options.decisions, "ablations": self.ablations()})
         score, error = await run.execute()
-        return self.judgment(sample, dimension, ctx, score=score, trace=run.trace, usage=run.usage.by_stage,
-                             error=error)
+        return self.judgment(sample, dimension, ctx, score=score, trace=run.trace, error=error)
 
 
 __all__ = ["Seal", "SealOptions"]

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from collections.abc import Callable
+from typing import Any, ClassVar, Literal
 
 from pydantic import Field, model_validator
 
-from assay.methods.base import MethodOptions
+from assay.methods.base import MethodOptions, same
 from assay.methods.seal.paper import PAPER_PRESET, paper_prompts
 
 
@@ -32,7 +33,7 @@ class SealOptions(MethodOptions):
         no_units: Ablation w/o SD: the whole output is one unit.
         no_subdims: Ablation w/o SV: one scalar rating per unit instead of binary sub-dimension decisions.
         uniform_weights: Ablation w/o weighting: uniform weights, the judge is not asked for any.
-        max_reasks: Re-asks after a malformed or misaligned answer, per request.
+        reasks: Re-asks after a malformed or misaligned answer, per request (``max_reasks``: deprecated name).
         temperature: Decoding temperature (the paper uses 0).
         answer_slack: Tokens allowed beyond the expected answer's size.
         fact_max_tokens / source_fact_max_tokens: Token budgets of fact extraction for outputs and
@@ -52,12 +53,14 @@ class SealOptions(MethodOptions):
     no_units: bool = False
     no_subdims: bool = False
     uniform_weights: bool = False
-    max_reasks: int = Field(default=2, ge=0, le=5)
+    reasks: int = Field(default=2, ge=0, le=5)
     temperature: float = Field(default=0.0, ge=0.0)
     answer_slack: int = Field(default=32, ge=8)
     fact_max_tokens: int = Field(default=320, ge=32)
     source_fact_max_tokens: int = Field(default=900, ge=32)
     shuffle_seed: int | None = None
+
+    renamed: ClassVar[dict[str, tuple[str, Callable[[Any], Any]]]] = {"max_reasks": ("reasks", same)}
 
     @model_validator(mode="before")
     @classmethod

@@ -13,10 +13,11 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Protocol
 
 from assay.echo import own_answer
-from assay.hashing import content_hash
-from assay.judges.base import Message, Request, schema_text
+from assay.judges.ask import Asked, Read, Reader
+from assay.judges.ask import ask as ask_call
+from assay.judges.base import Message, Request, Response, schema_text
 from assay.judges.middleware import ManagedJudge
-from assay.methods.base import RunContext, StageUsage, shuffled
+from assay.methods.base import RunContext, shuffled
 from assay.methods.seal.aggregate import (
     check_weights,
     dimension_score,
@@ -74,10 +75,6 @@ class SealStages(Protocol):
     async def triple_facts(self, source: str, reference: str | None, output: str,
                            ctx: RunContext) -> tuple[Stage1, bool]: ...
 
-#: How much of a malformed answer is echoed back when re-asking (keeps the context bounded).
-ECHO_CHARS = 1500
-
-
 @dataclass
 class Stage1:
     """A stage-1 result (sentences or facts of one text), shared by every judgment that needs it.
@@ -111,35 +108,39 @@ class Stage1:
         return out
 
 
-async def ask_judge(judge: ManagedJudge, ask: Ask, parse: Callable[[str], Parsed], *, stage: str,
-                    usage: StageUsage, max_reasks: int, temperature: float) -> tuple[Any, list[dict[str, Any]]]:
-    """Send a request; while the answer is malformed, re-ask (bounded) in a follow-up turn.
+def json_answer(ask: Ask, parse: Callable[[str], Parsed]) -> Reader:
+    """SEAL's reader: only the judge's own answer is parsed.
 
-    The follow-up turn quotes the answer back with the reason it could not be used, so a greedy
-    judge sees a different request (a plain repeat would return the same answer, or a cache hit).
-    Only the judge's own answer is parsed: lines echoing the prompt or the judged texts (a JSON
-    example of the format, a JSON object forged inside a judged text) are blanked first.
-
-    Returns:
-        The parsed value (None when every attempt failed) and every attempt's answer and error.
+    Lines echoing the prompt or the judged texts (a JSON example of the format, a JSON object forged inside a
+    judged text) are blanked first; when that leaves nothing usable, the error says what was blanked.
     """
-    messages = [Message(role="user", content=ask.prompt)]
-    attempts: list[dict[str, Any]] = []
-    for _ in range(max_reasks + 1):
-        req = Request(messages=tuple(messages), temperature=temperature, max_tokens=ask.max_tokens, json_mode=True,
-                      json_schema=schema_text(ask.schema) if ask.schema else None)
-        resp = usage.add(stage, await judge.generate(req, stage=stage))
-        own = own_answer(resp.text, ask.prompt)
+
+    def read(response: Response, _: Request) -> Read[Any]:
+        own = own_answer(response.text, ask.prompt)
         parsed = parse(own.text)
         if not parsed.ok and own.echoed:
-            parsed = Parsed(None, f"{parsed.error} ({own.describe()})", resp.text)
-        attempts.append({"prompt_sha": content_hash(ask.prompt), "answer": resp.text, "error": parsed.error,
-                         "finish": resp.choices[0].finish_reason, "cached": resp.from_cache})
-        if parsed.ok:
-            return parsed.value, attempts
-        messages += [Message(role="assistant", content=resp.text[:ECHO_CHARS]),
-                     Message(role="user", content=reask_message(str(parsed.error), ask.hint))]
-    return None, attempts
+            return Read(None, f"{parsed.error} ({own.describe()})")
+        return Read(parsed.value, parsed.error)
+
+    return read
+
+
+async def ask_judge(judge: ManagedJudge, ask: Ask, parse: Callable[[str], Parsed], *, stage: str,
+                    reasks: int, temperature: float) -> Asked[Any]:
+    """A JSON question through :func:`assay.judges.ask.ask`, re-asked (bounded) with the reason and the format.
+
+    Re-asks are accounted under ``stage`` itself (SEAL's usage has no ``-reask`` stages).
+    """
+    request = Request(messages=(Message(role="user", content=ask.prompt),), temperature=temperature,
+                      max_tokens=ask.max_tokens, json_mode=True,
+                      json_schema=schema_text(ask.schema) if ask.schema else None)
+    return await ask_call(judge, request, stage=stage, read=json_answer(ask, parse), reasks=reasks,
+                          reask_message=lambda error: reask_message(error, ask.hint), reask_stage=stage)
+
+
+def spent(asked: Asked[Any]) -> Usage:
+    """What an ask's calls cost together (a shared stage-1 result records it in its trace)."""
+    return sum((c.usage for c in asked.calls), Usage())
 
 
 def reference_status(sample: Sample) -> Literal["distinct", "identical to the source", "none"]:
@@ -184,7 +185,7 @@ def shuffled_plan(plan: Plan, unit: str, seed: int, *key: str) -> Plan:
 
 
 class SealRun:
-    """One (sample, dimension) judgment in progress: its usage by stage and its trace."""
+    """One (sample, dimension) judgment in progress and its trace (its usage is the executor's tally)."""
 
     def __init__(self, method: SealStages, sample: Sample, dimension: Dimension, ctx: RunContext,
                  recipe: Recipe) -> None:
@@ -192,7 +193,6 @@ class SealRun:
         self.opts = method.options
         self.info = ctx.dataset.info
         self.label = dimension.name.replace("_", " ")
-        self.usage = StageUsage()
         self.trace: dict[str, Any] = {"stage1": {}, "calls": []}
         self.keys = sorted({k for base in (recipe.key, self.label)
                             for k in (base, f"{base}_weight", f"{base} ratings")})
@@ -234,10 +234,8 @@ class SealRun:
         return Plan("holistic", [whole_unit(self.sample.output)], reason=reason)
 
     def stage1(self, name: str, result: Stage1, paid_here: bool) -> None:
-        """Record a stage-1 result; its calls count in this judgment's usage only if it made them."""
+        """Record a stage-1 result; its calls were charged to this judgment only if its task made them."""
         self.trace["stage1"][name] = result.to_trace(paid_here)
-        if paid_here:
-            self.usage.by_stage.setdefault("decompose", Usage()).add(result.usage)
 
     def note(self, kind: str, what: str) -> None:
         self.ctx.note(kind, f"seal/{self.label}: {what}")
@@ -338,14 +336,14 @@ class SealRun:
     # ------------------------------------------------------------------ stage 2: verification
     async def ask(self, stage: str, purpose: str, ask: Ask, parse: Callable[[str], Parsed]) -> Any:
         """A judge call with bounded re-asks, recorded in the trace (and a note when re-asked)."""
-        value, attempts = await ask_judge(self.ctx.judge, ask, parse, stage=stage, usage=self.usage,
-                                          max_reasks=self.opts.max_reasks, temperature=self.opts.temperature)
-        self.trace["calls"].append({"stage": stage, "purpose": purpose, "attempts": attempts})
-        if len(attempts) > 1:
+        asked = await ask_judge(self.ctx.judge, ask, parse, stage=stage, reasks=self.opts.reasks,
+                                temperature=self.opts.temperature)
+        self.trace["calls"].append({"stage": stage, "purpose": purpose, "attempts": asked.trace()})
+        if asked.reasks:
             self.note("reask", f"malformed {stage} answer re-asked")
-        if value is None:
-            self.note("unusable", f"{stage} answer unusable after {len(attempts)} attempt(s)")
-        return value
+        if asked.value is None:
+            self.note("unusable", f"{stage} answer unusable after {len(asked.calls)} attempt(s)")
+        return asked.value
 
     def texts(self, parts: list[str]) -> list[str]:
         found = text_blocks(self.sample, self.info, parts, self.keys)
@@ -499,13 +497,17 @@ class SealRun:
     async def ask_positions(self, stage: str, asks: list[tuple[str, Ask]],
                             read: Callable[[Any], Parsed]) -> list[Parsed]:
         """One-token questions, sent together; each read at its answer position; recorded in order."""
+        def at_position(response: Response, _: Request) -> Read[Parsed]:
+            lp = response.choices[0].logprobs
+            parsed = read(lp[0] if lp else None)
+            return Read(parsed, parsed.error, {"top": parsed.raw})
+
         async def one(ask: Ask) -> tuple[Parsed, dict[str, Any]]:
             req = Request.chat(ask.prompt, temperature=0.0, max_tokens=1, top_logprobs=TOP_K)
-            resp = self.usage.add(stage, await self.ctx.judge.generate(req, stage=stage))
-            lp = resp.choices[0].logprobs
-            parsed = read(lp[0] if lp else None)
-            return parsed, {"prompt_sha": content_hash(ask.prompt), "answer": resp.text, "top": parsed.raw,
-                            "error": parsed.error, "cached": resp.from_cache}
+            asked = await ask_call(self.ctx.judge, req, stage=stage, read=at_position)
+            parsed = asked.last.value
+            assert parsed is not None  # at_position always reads a Parsed, undecided ones with their error
+            return parsed, asked.trace()[0]
 
         done = await asyncio.gather(*(one(ask) for _, ask in asks))
         for (purpose, _), (parsed, record) in zip(asks, done, strict=True):

@@ -361,7 +361,7 @@ const AssayView = (() => {
     if (run.rubric && run.rubric.task) out.push(details("task", pre(run.rubric.task)));
     out.push(el("h5", {}, "reasoning"), pre(tr.reasoning));
     (tr.attempts || []).forEach((a, i) => out.push(details(`attempt ${i + 1}` + (a.error ? ` — ${a.error}` : ""),
-      pre(a.text))));
+      pre(a.answer !== undefined ? a.answer : a.text))));  // old runs: "text"
     if ((tr.demonstrations || []).length) out.push(details("demonstrations", pre(JSON.stringify(tr.demonstrations, null, 1))));
     return out;
   }
