@@ -19,6 +19,8 @@ from assay.estimate import Estimate, estimate_run
 from assay.executor import Progress, default_unit_concurrency, execute, order_units
 from assay.hashing import content_hash
 from assay.judges import DEFAULT_JUDGE, Judge, JudgeIdentity, ManagedJudge, PriceTable, RetryPolicy, load_judge
+from assay.judges.ask import ask
+from assay.judges.base import Request, Response
 from assay.judges.batch import (
     BATCH_CONCURRENCY,
     BatchJudge,
@@ -342,7 +344,12 @@ async def _detect_capabilities(judge: Judge, store: RunStore, retry: RetryPolicy
     known = None
     if old is not None and old.get("judge") == judge.identity.model_dump(mode="json") and "judge_logprobs" in old:
         known = bool(old["judge_logprobs"])
-    await detect(known, send=ManagedJudge(judge, retry=retry).generate)
+    prober = ManagedJudge(judge, retry=retry)  # no cache, its own ledger: the probe is no judgment's call
+
+    async def send(request: Request) -> Response:
+        return (await ask(prober, request, stage="capability")).response
+
+    await detect(known, send=send)
     return getattr(judge, "logprobs_reason", None)
 
 
