@@ -3,14 +3,22 @@
 from __future__ import annotations
 
 import importlib.util
+from pathlib import Path
 
 import pytest
 
 from assay.datasets import Dataset, load_dataset
 
+E2E = Path(__file__).resolve().parent / "e2e"
 
+
+@pytest.hookimpl(tryfirst=True)  # before ``-m`` selects: ``-m "not e2e"`` sees the marks added here
 def pytest_collection_modifyitems(config, items):
-    """Skip ``embed``-marked tests, saying why, when the embed extra is not installed."""
+    """Mark every test under ``tests/e2e/`` ``e2e``; skip ``embed``-marked tests, saying why, when the embed extra is
+    not installed."""
+    for item in items:
+        if E2E in item.path.parents:
+            item.add_marker(pytest.mark.e2e)
     if importlib.util.find_spec("sentence_transformers") is not None:
         return
     skip = pytest.mark.skip(reason="needs the embed extra (sentence-transformers is not importable): "

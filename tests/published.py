@@ -8,7 +8,9 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+#: The tests folder (fixtures, data) and the checkout's root.
+TESTS = Path(__file__).resolve().parent
+ROOT = TESTS.parent
 
 
 def shared_path(*parts: str) -> Path:

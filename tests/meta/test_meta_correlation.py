@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import math
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -20,8 +19,9 @@ from assay.meta.correlation import (
 )
 from assay.meta.evaluate import correlation_rows
 from assay.meta.table import ScoreTable, make_frame, normalise_level
+from published import TESTS
 
-GOLD = json.loads((Path(__file__).parent / "fixtures" / "meta" / "correlation_golden.json").read_text())
+GOLD = json.loads((TESTS / "fixtures" / "meta" / "correlation_golden.json").read_text())
 
 
 def _frame(rows, dimension="coherence"):

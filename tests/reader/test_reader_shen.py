@@ -16,8 +16,9 @@ from pathlib import Path
 import pytest
 
 from assay import parsing
+from published import TESTS
 
-ROOT = Path(__file__).parents[1]
+ROOT = TESTS.parent
 _spec = importlib.util.spec_from_file_location("reader_shen", ROOT / "benchmarks" / "reader_shen.py")
 bench = importlib.util.module_from_spec(_spec)
 sys.modules["reader_shen"] = bench

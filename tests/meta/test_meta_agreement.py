@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import math
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -18,8 +17,9 @@ from assay.meta.agreement import (
     krippendorff_alpha,
     ratings_matrix,
 )
+from published import TESTS
 
-GOLD = json.loads((Path(__file__).parent / "fixtures" / "meta" / "agreement_golden.json").read_text())
+GOLD = json.loads((TESTS / "fixtures" / "meta" / "agreement_golden.json").read_text())
 
 
 def _nan(rows):

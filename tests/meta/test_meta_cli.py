@@ -12,8 +12,9 @@ from typer.testing import CliRunner
 import assay
 from assay.cli.main import app
 from assay.judges.scripted import ScriptedJudge
+from published import TESTS
 
-FIXTURES = Path(__file__).parent / "fixtures" / "meta"
+FIXTURES = TESTS / "fixtures" / "meta"
 UNIEVAL = FIXTURES / "topical_chat.unieval_predictions.json"
 # UniEval's published turn-level correlations on Topical-Chat (Zhong et al. 2022): (Pearson r, Spearman rho).
 PUBLISHED = {"naturalness": (0.444, 0.514), "coherence": (0.595, 0.613), "engagingness": (0.557, 0.605),

@@ -17,8 +17,9 @@ from assay.methods.checkeval.checklist import load_checklist, parse_checklist
 from assay.methods.checkeval.parse import p_yes_at, parse_answers
 from assay.methods.checkeval.prompts import Asked, build_prompt, plan_groups
 from assay.types import Sample
+from published import TESTS
 
-CORPUS = Path(__file__).parent / "data" / "checkeval_answers.jsonl"
+CORPUS = TESTS / "data" / "checkeval_answers.jsonl"
 
 
 def _dim(sizes: list[int], removed: int = 0):

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import math
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -17,8 +16,9 @@ from assay.meta.quality_split import quality_split
 from assay.meta.significance import adjust_family, benjamini_hochberg, rank_sum, signed_rank
 from assay.meta.stability import density, stability
 from assay.meta.table import ScoreTable, make_frame
+from published import TESTS
 
-GOLD = json.loads((Path(__file__).parent / "fixtures" / "meta" / "correlation_golden.json").read_text())
+GOLD = json.loads((TESTS / "fixtures" / "meta" / "correlation_golden.json").read_text())
 
 
 def _synthetic(noise: float, seed: int, docs: int = 12, systems: int = 6, dims=("coherence", "fluency")):
