@@ -129,3 +129,15 @@ def test_the_chat_url_keeps_the_endpoint_path_and_query():
     assert chat_url("http://h:1/v1/") == "http://h:1/v1/chat/completions"
     assert (chat_url("https://x.example/openai/v1?api-version=2")
             == "https://x.example/openai/v1/chat/completions?api-version=2")
+
+
+async def test_a_proxy_from_the_environment_is_used(monkeypatch):
+    """The SDK's clients honour HTTP_PROXY; the hot path looks it up once per session and does too."""
+    for name in ("NO_PROXY", "no_proxy", "HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy", "http_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    with FakeOpenAIServer() as proxy:
+        monkeypatch.setenv("HTTP_PROXY", proxy.url.removesuffix("/v1"))
+        judge = OpenAIJudge("fake-model", "http://judge.invalid:9/v1", logprobs=False)
+        assert (await judge.generate(Request.chat("via the proxy"))).text == "3"
+        await judge.aclose()
+    assert [r["messages"][0]["content"] for r in proxy.requests] == ["via the proxy"]

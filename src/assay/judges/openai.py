@@ -82,6 +82,7 @@ class OpenAIJudge(Judge):
         self._pool = self.default_concurrency
         self._client: Any = None  # built on the first call, in the loop that makes it (see _client_now)
         self._session: Any = None  # the aiohttp session the client shares with the hot path (aiohttp only)
+        self._proxy: tuple[Any, Any] = (None, None)  # HTTP(S)_PROXY for the endpoint and its auth, read per loop
         self._client_loop: asyncio.AbstractEventLoop | None = None
         self._chat_url = chat_url(sdk_url or "https://api.openai.com/v1")
         self._headers = {"Authorization": f"Bearer {key}", "Content-Type": "application/json",
@@ -146,6 +147,7 @@ class OpenAIJudge(Judge):
                 from openai._vendor.httpx_aiohttp.transport import AiohttpTransport  # the SDK's own transport
 
                 self._session = aiohttp_session(self._pool, timeout, limits.keepalive_expiry)
+                self._proxy = env_proxy(self._chat_url)
                 http = self._openai.DefaultAioHttpClient(
                     transport=AiohttpTransport(client=self._session, limits=limits), timeout=timeout)
             else:
@@ -245,7 +247,8 @@ class OpenAIJudge(Judge):
         import aiohttp
 
         try:
-            async with self._session.post(self._chat_url, data=body, headers=self._headers) as resp:
+            async with self._session.post(self._chat_url, data=body, headers=self._headers,
+                                          proxy=self._proxy[0], proxy_auth=self._proxy[1]) as resp:
                 data = await resp.read()
                 if not 200 <= resp.status < 300:
                     raise status_error(resp.status, resp.headers, data.decode("utf-8", "replace"),
@@ -333,15 +336,30 @@ def chat_url(base_url: str) -> str:
 def aiohttp_session(pool: int, timeout: float, keepalive_s: float | None) -> Any:
     """One aiohttp session for a judge in one event loop: ``pool`` kept-alive connections, the SDK's timeouts.
 
-    Like the SDK's transport: the timeout bounds the wait for a free connection, the connect and each
-    read (not the whole answer), and a proxy from HTTP(S)_PROXY / NO_PROXY is used (``trust_env``).
+    Like the SDK's transport, the timeout bounds the wait for a free connection, the connect and each
+    read (not the whole answer). No ``trust_env``: it costs two thread-pool hops per request (netrc and
+    proxy look-ups); the proxy is looked up once instead (:func:`env_proxy`).
     """
     import aiohttp
 
     connector = aiohttp.TCPConnector(limit=pool, limit_per_host=0, keepalive_timeout=keepalive_s or 15.0)
     return aiohttp.ClientSession(
-        connector=connector, trust_env=True,
+        connector=connector,
         timeout=aiohttp.ClientTimeout(total=None, connect=timeout, sock_connect=timeout, sock_read=timeout))
+
+
+def env_proxy(url: str) -> tuple[Any, Any]:
+    """The proxy HTTP(S)_PROXY / NO_PROXY name for ``url``, and its credentials; ``(None, None)`` for none.
+
+    The SDK's clients honour these variables (httpx's ``trust_env``), so the hot path does too.
+    """
+    from aiohttp.helpers import get_env_proxy_for_url
+    from yarl import URL
+
+    try:
+        return get_env_proxy_for_url(URL(url))
+    except LookupError:
+        return None, None
 
 
 @functools.cache
