@@ -146,10 +146,11 @@ class OpenAIJudge(Judge):
             if self._transport == "aiohttp":
                 from openai._vendor.httpx_aiohttp.transport import AiohttpTransport  # the SDK's own transport
 
-                self._session = aiohttp_session(self._pool, timeout, limits.keepalive_expiry)
+                transport = AiohttpTransport(limits=limits)  # its TLS context: the SDK's defaults
+                self._session = transport.client = aiohttp_session(self._pool, timeout, limits.keepalive_expiry,
+                                                                   transport.ssl_context)
                 self._proxy = env_proxy(self._chat_url)
-                http = self._openai.DefaultAioHttpClient(
-                    transport=AiohttpTransport(client=self._session, limits=limits), timeout=timeout)
+                http = self._openai.DefaultAioHttpClient(transport=transport, timeout=timeout)
             else:
                 self._session = None
                 http = self._openai.DefaultAsyncHttpxClient(limits=limits, timeout=timeout)
@@ -333,7 +334,7 @@ def chat_url(base_url: str) -> str:
     return urlunsplit((parts.scheme, parts.netloc, parts.path.rstrip("/") + "/chat/completions", parts.query, ""))
 
 
-def aiohttp_session(pool: int, timeout: float, keepalive_s: float | None) -> Any:
+def aiohttp_session(pool: int, timeout: float, keepalive_s: float | None, tls: ssl.SSLContext | bool = True) -> Any:
     """One aiohttp session for a judge in one event loop: ``pool`` kept-alive connections, the SDK's timeouts.
 
     Like the SDK's transport, the timeout bounds the wait for a free connection, the connect and each
@@ -342,7 +343,7 @@ def aiohttp_session(pool: int, timeout: float, keepalive_s: float | None) -> Any
     """
     import aiohttp
 
-    connector = aiohttp.TCPConnector(limit=pool, limit_per_host=0, keepalive_timeout=keepalive_s or 15.0)
+    connector = aiohttp.TCPConnector(limit=pool, limit_per_host=0, keepalive_timeout=keepalive_s or 15.0, ssl=tls)
     return aiohttp.ClientSession(
         connector=connector,
         timeout=aiohttp.ClientTimeout(total=None, connect=timeout, sock_connect=timeout, sock_read=timeout))
