@@ -141,3 +141,20 @@ async def test_a_proxy_from_the_environment_is_used(monkeypatch):
         assert (await judge.generate(Request.chat("via the proxy"))).text == "3"
         await judge.aclose()
     assert [r["messages"][0]["content"] for r in proxy.requests] == ["via the proxy"]
+
+
+async def test_connections_carry_tcp_keepalive(monkeypatch):
+    """A silent connection (a long answer) keeps its NAT state and notices a vanished peer."""
+    options = []
+    real = socket.socket.setsockopt
+
+    def noting(self, level, name, value, *rest):
+        options.append((level, name, value))
+        return real(self, level, name, value, *rest)
+
+    monkeypatch.setattr(socket.socket, "setsockopt", noting)
+    with FakeOpenAIServer() as srv:
+        judge = OpenAIJudge("fake-model", srv.url, logprobs=False)
+        assert (await judge.generate(Request.chat("x"))).text == "3"
+        await judge.aclose()
+    assert (socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1) in options

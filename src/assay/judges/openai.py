@@ -338,15 +338,30 @@ def aiohttp_session(pool: int, timeout: float, keepalive_s: float | None, tls: s
     """One aiohttp session for a judge in one event loop: ``pool`` kept-alive connections, the SDK's timeouts.
 
     Like the SDK's transport, the timeout bounds the wait for a free connection, the connect and each
-    read (not the whole answer). No ``trust_env``: it costs two thread-pool hops per request (netrc and
-    proxy look-ups); the proxy is looked up once instead (:func:`env_proxy`).
+    read (not the whole answer). Connections are kept alive between calls (``keepalive_s``, the SDK's
+    expiry) and their sockets carry TCP keep-alive (:func:`keepalive_socket`). No ``trust_env``: it costs
+    two thread-pool hops per request (netrc and proxy look-ups); the proxy is looked up once instead
+    (:func:`env_proxy`).
     """
     import aiohttp
 
-    connector = aiohttp.TCPConnector(limit=pool, limit_per_host=0, keepalive_timeout=keepalive_s or 15.0, ssl=tls)
+    connector = aiohttp.TCPConnector(limit=pool, limit_per_host=0, keepalive_timeout=keepalive_s or 15.0, ssl=tls,
+                                     socket_factory=keepalive_socket)
     return aiohttp.ClientSession(
         connector=connector,
         timeout=aiohttp.ClientTimeout(total=None, connect=timeout, sock_connect=timeout, sock_read=timeout))
+
+
+def keepalive_socket(addr_info: tuple[Any, ...]) -> socket.socket:
+    """A client socket with TCP keep-alive on, for aiohttp's ``socket_factory``.
+
+    A long answer (a reasoning model's minutes) leaves the connection silent; keep-alive probes keep
+    NAT and firewall state alive and let the OS notice a peer that vanished, rather than wait for the timeout.
+    """
+    family, kind, proto = addr_info[:3]
+    sock = socket.socket(family=family, type=kind, proto=proto)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+    return sock
 
 
 def env_proxy(url: str) -> tuple[Any, Any]:
