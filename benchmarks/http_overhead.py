@@ -1,7 +1,10 @@
-"""HTTP client overhead at high concurrency: a raw aiohttp loop, the raw openai SDK (httpx), assay's judge + middleware.
+"""HTTP client overhead at high concurrency: a raw aiohttp loop, the raw openai SDK (httpx), assay's judge.
 
 Usage: python benchmarks/http_overhead.py [--calls 2000] [--delay 0.1] [--concurrency 32 128 256]
-                                         [--modes aiohttp sdk-httpx assay] [--profile]
+                                         [--modes aiohttp sdk-httpx judge assay] [--profile]
+
+``judge`` is the openai judge's hot path alone (its own aiohttp session); ``assay`` is that judge behind
+its middleware (single flight, retries, accounting), as a run uses it: the row the targets are about.
 
 The server (``python -m assay.testing``) runs in a separate process, so the CPU time measured here is the
 client's own. Each mode runs in a fresh event loop and first opens its connections with one warm-up call per
@@ -67,6 +70,17 @@ async def sdk_httpx(url: str, concurrency: int) -> tuple[Call, Callable[[], Awai
     return call, client.close
 
 
+async def bare_judge(url: str, concurrency: int) -> tuple[Call, Callable[[], Awaitable[None]]]:
+    """assay's openai judge without its middleware: the hot path's own cost (request, session, parsing)."""
+    judge = OpenAIJudge("fake-model", url, logprobs=False)
+    judge.plan_concurrency(concurrency)
+
+    async def call(i: int) -> object:
+        return await judge.generate(Request.chat(f"call {i}", max_tokens=1))
+
+    return call, judge.aclose
+
+
 async def assay_judge(url: str, concurrency: int) -> tuple[Call, Callable[[], Awaitable[None]]]:
     """assay's openai judge behind its middleware (single flight, retries, accounting), as a run uses it."""
     judge = ManagedJudge(OpenAIJudge("fake-model", url, logprobs=False), concurrency=concurrency)
@@ -77,7 +91,7 @@ async def assay_judge(url: str, concurrency: int) -> tuple[Call, Callable[[], Aw
     return call, judge.aclose
 
 
-MODES = {"aiohttp": raw_aiohttp, "sdk-httpx": sdk_httpx, "assay": assay_judge}
+MODES = {"aiohttp": raw_aiohttp, "sdk-httpx": sdk_httpx, "judge": bare_judge, "assay": assay_judge}
 
 
 async def measure(mode: str, url: str, calls: int, concurrency: int,

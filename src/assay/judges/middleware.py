@@ -289,7 +289,8 @@ class ManagedJudge:
             if attempt > 1 and (hit := self._cached(key)) is not None:
                 return hit
             try:
-                return await asyncio.wait_for(self.inner.generate(request), self.retry.timeout_s)
+                async with asyncio.timeout(self.retry.timeout_s):  # unlike wait_for on 3.11, no task per call
+                    return await self.inner.generate(request)
             except FatalJudgeError:
                 raise
             except (TransientJudgeError, TimeoutError) as exc:

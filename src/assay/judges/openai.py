@@ -1,4 +1,4 @@
-"""Any OpenAI-compatible chat endpoint (OpenAI, vLLM, llama.cpp server, Ollama) through the official SDK."""
+"""Any OpenAI-compatible chat endpoint (OpenAI, vLLM, llama.cpp server, Ollama): chats over aiohttp, the rest by SDK."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import asyncio
 import base64
 import email.utils
 import functools
+import json
 import os
 import re
 import socket
@@ -30,12 +31,17 @@ from assay.judges.base import (
 class OpenAIJudge(Judge):
     """A chat-completions client; retries are the middleware's, so the SDK's own are off.
 
+    Chat calls (the hot path) go straight over the judge's aiohttp session: the body serialised once
+    with ``json.dumps``, the answer's JSON parsed into a :class:`Response`, errors classified by
+    :func:`status_error` as the SDK path classified them. The SDK client shares that session and serves
+    the rest (the batch API's files and batches); without aiohttp, chat calls go through the SDK on httpx.
+
     Args:
         model: The model name the endpoint serves.
         base_url: The endpoint (``http://host:port/v1``); None means OPENAI_BASE_URL or OpenAI.
         api_key: The key; None means OPENAI_API_KEY, or a placeholder for local servers
             that need none. It is held by the SDK client only, never recorded.
-        timeout: Per-request timeout in seconds, enforced by the SDK's HTTP client.
+        timeout: Per-request timeout in seconds (connect, pool wait and each read), enforced by the HTTP client.
         logprobs: Force the log-probability capability on or off instead of probing.
     """
 
@@ -75,7 +81,12 @@ class OpenAIJudge(Judge):
         self._transport, self._transport_note = http_transport(openai)
         self._pool = self.default_concurrency
         self._client: Any = None  # built on the first call, in the loop that makes it (see _client_now)
+        self._session: Any = None  # the aiohttp session the client shares with the hot path (aiohttp only)
+        self._proxy: tuple[Any, Any] = (None, None)  # HTTP(S)_PROXY for the endpoint and its auth, read per loop
         self._client_loop: asyncio.AbstractEventLoop | None = None
+        self._chat_url = chat_url(sdk_url or "https://api.openai.com/v1")
+        self._headers = {"Authorization": f"Bearer {key}", "Content-Type": "application/json",
+                         "Accept": "application/json"} | auth
         self.identity = JudgeIdentity(backend="openai", model=model, base_url=public_url(base_url))
         self._secrets = secrets_of(key if key != "not-needed" else None, base_url)
         self._where = public_url(base_url) or "the OpenAI API (https://api.openai.com/v1)"
@@ -114,21 +125,35 @@ class OpenAIJudge(Judge):
 
     async def aclose(self) -> None:
         """Close the connection pool (built in this loop; one of an ended loop is dropped with it)."""
-        client, self._client = self._client, None
+        client, session, self._client, self._session = self._client, self._session, None, None
         if client is not None and self._client_loop is asyncio.get_running_loop():
-            await client.close()
+            await client.close()  # closes the shared session through the SDK's aiohttp transport
+            if session is not None:
+                await session.close()
 
     def _client_now(self) -> Any:
         """The SDK client of the running loop: built on first use, with a pool of ``self._pool`` connections.
 
         An aiohttp session (and an httpx pool's connections) belong to the loop that opened them, so a
         judge object reused by a later ``asyncio.run`` (``assay.evaluate`` twice) gets a new client there.
+        On aiohttp the client is built around the judge's own session, so chat calls and the batch API
+        share one pool.
         """
         loop = asyncio.get_running_loop()
         if self._client is None or self._client_loop is not loop:
             limits = self._limits(max_connections=self._pool, max_keepalive_connections=self._pool)
-            http = (self._openai.DefaultAioHttpClient if self._transport == "aiohttp"
-                    else self._openai.DefaultAsyncHttpxClient)(limits=limits, timeout=self._connect["timeout"])
+            timeout = self._connect["timeout"]
+            if self._transport == "aiohttp":
+                from openai._vendor.httpx_aiohttp.transport import AiohttpTransport  # the SDK's own transport
+
+                transport = AiohttpTransport(limits=limits)  # its TLS context: the SDK's defaults
+                self._session = transport.client = aiohttp_session(self._pool, timeout, limits.keepalive_expiry,
+                                                                   transport.ssl_context)
+                self._proxy = env_proxy(self._chat_url)
+                http = self._openai.DefaultAioHttpClient(transport=transport, timeout=timeout)
+            else:
+                self._session = None
+                http = self._openai.DefaultAsyncHttpxClient(limits=limits, timeout=timeout)
             self._client = self._openai.AsyncOpenAI(**self._connect, http_client=http)
             self._client_loop = loop
         return self._client
@@ -210,44 +235,147 @@ class OpenAIJudge(Judge):
             raise
 
     async def _generate(self, request: Request) -> Response:
-        oa = self._openai
         start = time.perf_counter()
+        client = self._client_now()
+        if self._session is None:
+            raw = await self._post_sdk(client, self.payload(request))
+        else:
+            raw = await self._post_direct(json.dumps(self.payload(request)).encode())
+        return _to_response(raw, time.perf_counter() - start, self._where)
+
+    async def _post_direct(self, body: bytes) -> Any:
+        """POST a serialised body over the judge's aiohttp session; the answer's JSON, or a classified error."""
+        import aiohttp
+
         try:
-            # The SDK's generic post keeps its transport, auth and typed errors but skips the
-            # per-call transformation of typed params and pydantic parsing of the reply, which
-            # cost about 1.5 ms of CPU per call (benchmarks/http_overhead.py).
-            raw = await self._client_now().post("/chat/completions", body=self.payload(request), cast_to=object)
-        except oa.RateLimitError as exc:
-            raise TransientJudgeError(f"rate limited (HTTP 429): {_brief(exc)}",
-                                      retry_after=_retry_after(exc)) from exc
-        except (oa.AuthenticationError, oa.PermissionDeniedError) as exc:
-            raise FatalJudgeError(
-                f"{self.identity.label}: the endpoint refused the credentials "
-                f"(HTTP {exc.status_code}); check OPENAI_API_KEY"
-            ) from exc
-        except oa.NotFoundError as exc:
-            raise FatalJudgeError(
-                f"{self.identity.label}: model or endpoint not found (HTTP 404) at "
-                f"{self.identity.base_url or 'the default OpenAI URL'}: {_brief(exc)}"
-            ) from exc
-        except oa.APIConnectionError as exc:  # APITimeoutError included: aiohttp's errors all arrive as timeouts
-            reason = connection_reason(exc)
-            if reason.startswith("timed out waiting"):
-                raise TransientJudgeError(f"request to {self._where} {reason}") from exc
-            raise TransientJudgeError(f"cannot reach {self._where}: {reason}") from exc
+            async with self._session.post(self._chat_url, data=body, headers=self._headers,
+                                          proxy=self._proxy[0], proxy_auth=self._proxy[1]) as resp:
+                data = await resp.read()
+                if not 200 <= resp.status < 300:
+                    raise status_error(resp.status, resp.headers, data.decode("utf-8", "replace"),
+                                       self.identity.label, self._where)
+        except (TimeoutError, aiohttp.ClientError, OSError) as exc:
+            raise self._connection_error(exc) from exc
+        try:
+            return json.loads(data)
+        except ValueError as exc:  # not JSON at all (a proxy's HTML page, a truncated body)
+            raise TransientJudgeError(f"malformed response body from {self._where}: {exc}; "
+                                      f"body starts {data[:120]!r}") from exc
+
+    async def _post_sdk(self, client: Any, body: dict[str, Any]) -> Any:
+        """The fallback without aiohttp: the SDK's generic post on httpx, its errors classified alike."""
+        oa = self._openai
+        try:
+            return await client.post("/chat/completions", body=body, cast_to=object)
         except oa.APIStatusError as exc:
-            if exc.status_code >= 500 or exc.status_code in (408, 409):
-                raise TransientJudgeError(f"server error HTTP {exc.status_code} from {self._where}",
-                                          retry_after=_retry_after(exc)) from exc
-            raise FatalJudgeError(
-                f"{self.identity.label}: request rejected (HTTP {exc.status_code}): {_brief(exc)}"
-            ) from exc
-        except oa.APIResponseValidationError as exc:
-            raise TransientJudgeError(f"malformed response body: {_brief(exc)}") from exc
+            raise status_error(exc.status_code, exc.response.headers, exc.response.text,
+                               self.identity.label, self._where) from exc
+        except oa.APIConnectionError as exc:  # APITimeoutError included
+            raise self._connection_error(exc) from exc
         except ValueError as exc:  # body that is not JSON at all
-            raise TransientJudgeError(f"malformed response body: {exc}") from exc
-        latency = time.perf_counter() - start
-        return _to_response(raw, latency)
+            raise TransientJudgeError(f"malformed response body from {self._where}: {exc}") from exc
+
+    def _connection_error(self, exc: BaseException) -> TransientJudgeError:
+        reason = connection_reason(exc)
+        if reason.startswith("timed out waiting"):
+            return TransientJudgeError(f"request to {self._where} {reason}")
+        return TransientJudgeError(f"cannot reach {self._where}: {reason}")
+
+
+class HTTPStatusError(Exception):
+    """A non-2xx answer, kept as the cause of the judge error it became (:func:`refuses_logprobs` reads it)."""
+
+    def __init__(self, status_code: int, message: str) -> None:
+        super().__init__(f"HTTP {status_code}: {message}")
+        self.status_code = status_code
+
+
+def status_error(status: int, headers: Mapping[str, str], body: str, label: str, where: str) -> JudgeError:
+    """The judge error for a non-2xx answer (pure): 408, 409, 429 and 5xx are transient, the rest fatal.
+
+    A transient error carries the wait the server asked for (Retry-After, retry-after-ms); a fatal one
+    the server's own message, so the user sees why a request was rejected.
+    """
+    message = server_message(body)
+    cause = HTTPStatusError(status, message)
+    if status == 429:
+        err: JudgeError = TransientJudgeError(f"rate limited (HTTP 429): {message}",
+                                              retry_after=retry_after_seconds(headers))
+    elif status >= 500 or status in (408, 409):
+        err = TransientJudgeError(f"server error HTTP {status} from {where}", retry_after=retry_after_seconds(headers))
+    elif status in (401, 403):
+        err = FatalJudgeError(f"{label}: the endpoint refused the credentials (HTTP {status}); check OPENAI_API_KEY")
+    elif status == 404:
+        err = FatalJudgeError(f"{label}: model or endpoint not found (HTTP 404) at {where}: {message}")
+    else:
+        err = FatalJudgeError(f"{label}: request rejected (HTTP {status}): {message}")
+    err.__cause__ = cause
+    return err
+
+
+def server_message(body: str) -> str:
+    """The error message in an error body (``{"error": {"message": ...}}`` or ``{"message": ...}``), else its start."""
+    try:
+        obj = json.loads(body)
+    except ValueError:
+        obj = None
+    if isinstance(obj, dict):
+        inner = obj.get("error", obj)
+        found = inner.get("message") if isinstance(inner, dict) else inner
+        if isinstance(found, str) and found:
+            return found.splitlines()[0][:300]
+    text = body.strip()
+    return text.splitlines()[0][:300] if text else "(empty body)"
+
+
+def chat_url(base_url: str) -> str:
+    """The chat-completions URL under an endpoint, its query string (``?api-version=...``) kept."""
+    parts = urlsplit(base_url)
+    return urlunsplit((parts.scheme, parts.netloc, parts.path.rstrip("/") + "/chat/completions", parts.query, ""))
+
+
+def aiohttp_session(pool: int, timeout: float, keepalive_s: float | None, tls: ssl.SSLContext | bool = True) -> Any:
+    """One aiohttp session for a judge in one event loop: ``pool`` kept-alive connections, the SDK's timeouts.
+
+    Like the SDK's transport, the timeout bounds the wait for a free connection, the connect and each
+    read (not the whole answer). Connections are kept alive between calls (``keepalive_s``, the SDK's
+    expiry) and their sockets carry TCP keep-alive (:func:`keepalive_socket`). No ``trust_env``: it costs
+    two thread-pool hops per request (netrc and proxy look-ups); the proxy is looked up once instead
+    (:func:`env_proxy`).
+    """
+    import aiohttp
+
+    connector = aiohttp.TCPConnector(limit=pool, limit_per_host=0, keepalive_timeout=keepalive_s or 15.0, ssl=tls,
+                                     socket_factory=keepalive_socket)
+    return aiohttp.ClientSession(
+        connector=connector,
+        timeout=aiohttp.ClientTimeout(total=None, connect=timeout, sock_connect=timeout, sock_read=timeout))
+
+
+def keepalive_socket(addr_info: tuple[Any, ...]) -> socket.socket:
+    """A client socket with TCP keep-alive on, for aiohttp's ``socket_factory``.
+
+    A long answer (a reasoning model's minutes) leaves the connection silent; keep-alive probes keep
+    NAT and firewall state alive and let the OS notice a peer that vanished, rather than wait for the timeout.
+    """
+    family, kind, proto = addr_info[:3]
+    sock = socket.socket(family=family, type=kind, proto=proto)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+    return sock
+
+
+def env_proxy(url: str) -> tuple[Any, Any]:
+    """The proxy HTTP(S)_PROXY / NO_PROXY name for ``url``, and its credentials; ``(None, None)`` for none.
+
+    The SDK's clients honour these variables (httpx's ``trust_env``), so the hot path does too.
+    """
+    from aiohttp.helpers import get_env_proxy_for_url
+    from yarl import URL
+
+    try:
+        return get_env_proxy_for_url(URL(url))
+    except LookupError:
+        return None, None
 
 
 @functools.cache
@@ -358,10 +486,10 @@ def connection_reason(exc: BaseException) -> str:
     return f"connection failed ({detail})" if detail else "connection failed"
 
 
-def _to_response(raw: Any, latency: float) -> Response:
-    """A chat.completion JSON object as a Response; anything else is a malformed answer."""
+def _to_response(raw: Any, latency: float, where: str = "the endpoint") -> Response:
+    """A chat.completion JSON object as a Response; anything else is a malformed answer from ``where``."""
     if not isinstance(raw, dict) or not raw.get("choices"):
-        raise TransientJudgeError(f"malformed response: no choices in {str(raw)[:200]!r}")
+        raise TransientJudgeError(f"malformed response from {where}: no choices in {str(raw)[:200]!r}")
     choices = []
     try:
         for ch in raw["choices"]:
@@ -375,7 +503,7 @@ def _to_response(raw: Any, latency: float) -> Response:
             text = (ch.get("message") or {}).get("content") or ""
             choices.append(Choice(text=text, logprobs=lp, finish_reason=ch.get("finish_reason")))
     except (KeyError, TypeError, AttributeError) as exc:
-        raise TransientJudgeError(f"malformed response: {exc!r}") from exc
+        raise TransientJudgeError(f"malformed response from {where}: {exc!r}") from exc
     usage = raw.get("usage") or {}
     details = usage.get("prompt_tokens_details") or {}
     return Response(
@@ -386,11 +514,6 @@ def _to_response(raw: Any, latency: float) -> Response:
         latency_s=latency,
         model=raw.get("model") or "",
     )
-
-
-def _retry_after(exc: Any) -> float | None:
-    response = getattr(exc, "response", None)
-    return retry_after_seconds(response.headers) if response is not None else None
 
 
 def retry_after_seconds(headers: Mapping[str, str], now: float | None = None) -> float | None:
@@ -413,7 +536,3 @@ def retry_after_seconds(headers: Mapping[str, str], now: float | None = None) ->
     except (TypeError, ValueError):
         return None
     return max(0.0, when.timestamp() - (time.time() if now is None else now))
-
-
-def _brief(exc: Exception) -> str:
-    return str(exc).splitlines()[0][:300] if str(exc) else type(exc).__name__
