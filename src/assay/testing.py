@@ -55,6 +55,8 @@ class Behaviour:
         message: The error message for "error" (default ``scripted STATUS``).
         choices: Answer with at most this many choices whatever ``n`` asks (servers that cap n).
         vary: The answer function for "varying".
+        fields: Top-level fields to put in (or replace in) the answer object, e.g. a ``usage`` with
+            ``prompt_tokens_details`` or llama.cpp's ``timings``, as servers that report cached tokens send.
     """
 
     kind: str = "ok"
@@ -65,6 +67,7 @@ class Behaviour:
     message: str | None = None
     choices: int | None = None
     vary: Callable[[str, int], str] = field(default_factory=lambda: varying_answer)
+    fields: dict[str, Any] = field(default_factory=dict)
 
 
 def prompt_of(body: dict[str, Any]) -> str:
@@ -157,6 +160,7 @@ class FakeOpenAIServer:
                 answer = completion(body, text, logprobs=server.logprobs)
                 if behaviour.choices is not None:
                     answer["choices"] = answer["choices"][:behaviour.choices]
+                answer.update(behaviour.fields)
                 self._json(200, answer)
                 if server.log_path is not None:
                     with server._lock, server.log_path.open("a", encoding="utf-8") as fh:
