@@ -29,9 +29,13 @@ import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-import assay
-from assay.datasets import Dataset
-from assay.types import Judgment, Usage
+# llama.cpp's OpenMP threads spin-wait by default, 16-19x slower on a busy machine (the other benchmarks set
+# this too); set before llama.cpp loads, and a value the user exported wins.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+import assay  # noqa: E402
+from assay.datasets import Dataset  # noqa: E402
+from assay.types import Judgment, Usage  # noqa: E402
 
 DIMS = ["coherence", "consistency", "fluency", "relevance"]
 METHODS = ["geval", "checkeval", "seal"]
@@ -121,7 +125,8 @@ def main() -> None:
     ds = slice_of(args.docs, args.per_doc)
     print(f"# Token bill, judge llamacpp:smollm2 ({args.threads} threads), SummEval {args.docs} article(s) x "
           f"{args.per_doc} summaries x {len(DIMS)} dimensions ({len(ds.samples)} summaries); "
-          f"python {sys.version.split()[0]}; load average {os.getloadavg()[0]:.1f}\n", flush=True)
+          f"OMP_WAIT_POLICY={os.environ['OMP_WAIT_POLICY']}; python {sys.version.split()[0]}; "
+          f"load average {os.getloadavg()[0]:.1f}\n", flush=True)
     rows: dict[str, dict[str, Bill]] = {}
     notes = []
     for method in [m.strip() for m in args.methods.split(",") if m.strip()]:
