@@ -100,6 +100,12 @@ def run(method: str, ds: Dataset, work: Path, threads: int) -> tuple[assay.RunRe
     return result, time.perf_counter() - start
 
 
+def preparation(result: assay.RunResult) -> dict[str, Usage]:
+    """Usage of the stages no judgment was charged with (G-Eval's steps), over every session of the run."""
+    charged = {k for j in result.judgments for k in j.usage}
+    return {k: Usage(**u) for k, u in (result.manifest.get("usage") or {}).items() if k not in charged}
+
+
 def table(rows: dict[str, dict[str, Bill]]) -> list[str]:
     """Markdown rows: per method and dimension, the bill beside Table 9."""
     out = ["| method | dimension | units | calls | prompt | completion | prompt + completion | Table 9 | "
@@ -133,7 +139,7 @@ def main() -> None:
         result, wall = run(method, ds, args.work, args.threads)
         by_dim = {d: bill([j for j in result.judgments if j.dimension == d]) for d in DIMS}
         rows[method] = by_dim | {"mean": bill(result.judgments)}
-        prep = {k: u for k, u in result.usage.items() if not any(k in j.usage for j in result.judgments)}
+        prep = preparation(result)
         prep_tokens = sum(u.prompt_tokens + u.completion_tokens for u in prep.values())
         notes.append(f"{method}: wall {wall:.0f} s{' (resumed)' if result.resumed else ''}; "
                      f"preparation apart from the units: {prep_tokens} tokens ({', '.join(prep) or 'none'}); "
