@@ -15,6 +15,10 @@ shared by several units (SEAL's stage-1 facts of a summary, used by consistency 
 unit that made it, so the per-method mean counts it once; Table 9 counts stage 1 in each dimension that uses it.
 Preparation (G-Eval's evaluation steps) is reported apart, as Table 9 leaves it out.
 
+First, in seconds and without the model, it prints for each method the prefix reuse of its request stream in
+both unit orders (:func:`assay.executor.prefix_reuse` on SmolLM2's tokens, a scripted judge that answers every
+format), so that the order each method asks for can be checked on the full slice (``--orders-only`` stops there).
+
 Runs are stored under ``--work`` (default ``benchmarks/runs/tokens``) and resumed: an interrupted benchmark
 continues where it stopped, and a finished one prints its figures again without a call (usage is stored with
 every judgment).
@@ -26,6 +30,7 @@ import argparse
 import os
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -35,6 +40,11 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import assay  # noqa: E402
 from assay.datasets import Dataset  # noqa: E402
+from assay.executor import prefix_reuse  # noqa: E402
+from assay.judges.base import Request  # noqa: E402
+from assay.judges.scripted import ScriptedJudge  # noqa: E402
+from assay.methods import make_method  # noqa: E402
+from assay.testing import formatted_answer  # noqa: E402
 from assay.types import Judgment, Usage  # noqa: E402
 
 DIMS = ["coherence", "consistency", "fluency", "relevance"]
@@ -106,6 +116,45 @@ def preparation(result: assay.RunResult) -> dict[str, Usage]:
     return {k: Usage(**u) for k, u in (result.manifest.get("usage") or {}).items() if k not in charged}
 
 
+def chat_tokenizer() -> Callable[[Request], list[int]]:
+    """The embedded judge's tokens of a request (its chat template applied), from the vocabulary only."""
+    import llama_cpp
+    from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+
+    from assay.judges.llamacpp import resolve_model
+
+    llm = llama_cpp.Llama(model_path=str(resolve_model("smollm2")), vocab_only=True, verbose=False)
+    fmt = Jinja2ChatFormatter(template=llm.metadata["tokenizer.chat_template"], eos_token="", bos_token="")
+    return lambda r: llm.tokenize(fmt(messages=[m.model_dump() for m in r.messages]).prompt.encode(),
+                                  add_bos=False, special=True)
+
+
+def stream_reuse(method: str, ds: Dataset, by: str, tokens: Callable[[Request], list[int]]) -> tuple[float, float]:
+    """Prompt tokens per unit and their share a one-request prefix cache serves, for the method's requests sent in
+    ``by`` order, answered by a scripted judge that follows every format (no model: seconds for the full slice).
+    The answers differ from a real judge's, so re-asks and fallbacks do not show; the prompts are the method's."""
+    meth = make_method(method, {})
+    meth.unit_order = by
+    judge = ScriptedJudge(formatted_answer)
+    result = assay.evaluate(ds, method=meth, judge=judge, dimensions=DIMS, concurrency=1)
+    stream = [tokens(r) for r in judge.requests]
+    return sum(map(len, stream)) / max(1, len(result.judgments)), prefix_reuse(stream)
+
+
+def orders(methods: list[str], ds: Dataset) -> list[str]:
+    """Markdown rows: per method, sample-major against dimension-major, and the order the method asks for."""
+    tokens = chat_tokenizer()
+    out = ["| method | order it asks for | prompt tokens / unit | reused, sample-major | reused, dimension-major | "
+           "evaluated / unit in its order |", "| --- | --- | --- | --- | --- | --- |"]
+    for method in methods:
+        got = {by: stream_reuse(method, ds, by, tokens) for by in ("sample", "dimension")}
+        wanted = make_method(method, {}).unit_order
+        per_unit, share = got[wanted]
+        out.append(f"| {method} | {wanted} | {per_unit:.0f} | {got['sample'][1]:.1%} | {got['dimension'][1]:.1%} | "
+                   f"{per_unit * (1 - share):.0f} |")
+    return out
+
+
 def table(rows: dict[str, dict[str, Bill]]) -> list[str]:
     """Markdown rows: per method and dimension, the bill beside Table 9."""
     out = ["| method | dimension | units | calls | prompt | completion | prompt + completion | Table 9 | "
@@ -127,15 +176,22 @@ def main() -> None:
     p.add_argument("--methods", default=",".join(METHODS))
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--work", type=Path, default=Path("benchmarks/runs/tokens"))
+    p.add_argument("--orders-only", action="store_true",
+                   help="only the request-stream reuse of both unit orders (scripted judge, no model run)")
     args = p.parse_args()
     ds = slice_of(args.docs, args.per_doc)
     print(f"# Token bill, judge llamacpp:smollm2 ({args.threads} threads), SummEval {args.docs} article(s) x "
           f"{args.per_doc} summaries x {len(DIMS)} dimensions ({len(ds.samples)} summaries); "
           f"OMP_WAIT_POLICY={os.environ['OMP_WAIT_POLICY']}; python {sys.version.split()[0]}; "
           f"load average {os.getloadavg()[0]:.1f}\n", flush=True)
+    methods = [m.strip() for m in args.methods.split(",") if m.strip()]
+    print("Request-stream prefix reuse by unit order (SmolLM2 tokens, scripted judge answering in format):\n")
+    print("\n".join(orders(methods, ds)) + "\n", flush=True)
+    if args.orders_only:
+        return
     rows: dict[str, dict[str, Bill]] = {}
     notes = []
-    for method in [m.strip() for m in args.methods.split(",") if m.strip()]:
+    for method in methods:
         result, wall = run(method, ds, args.work, args.threads)
         by_dim = {d: bill([j for j in result.judgments if j.dimension == d]) for d in DIMS}
         rows[method] = by_dim | {"mean": bill(result.judgments)}

@@ -2,18 +2,13 @@
 
 from __future__ import annotations
 
-import json
-import re
-
 import pytest
 
 import assay
 from assay import api
 from assay.executor import order_units, prefix_reuse, text_tokens
-from assay.judges.base import Request
 from assay.judges.scripted import ScriptedJudge
-from assay.methods.seal.units import split_sentences
-from assay.testing import varying_answer
+from assay.testing import formatted_answer
 
 FACTS_INTRO = "You will rewrite a text as a list of monadic facts."
 
@@ -27,25 +22,6 @@ def test_prefix_reuse_counts_the_prefix_shared_with_the_previous_request():
     assert text_tokens("Q1: yes, it is.") == ["Q1", ":", "yes", ",", "it", "is", "."]
 
 
-def _fenced(prompt: str, label: str) -> str:
-    return re.search(rf"<<<{label}>>>\n(.*?)\n<<<END {label}>>>", prompt, re.S).group(1)
-
-
-def respond(req: Request) -> str:
-    """Well-formed answers for every method's prompts: facts = sentences, SEAL's own example, else a checklist
-    or a rating (the fake server's answer function), so that every method takes its full path."""
-    prompt = req.messages[0].content
-    if prompt.startswith(FACTS_INTRO):
-        return json.dumps({"facts": split_sentences(_fenced(prompt, re.search(r"<<<([A-Z ]+)>>>", prompt).group(1)))})
-    n = len(re.findall(r"^s\d+: ", _fenced(prompt, "SUMMARY FACTS"), re.M)) if "SUMMARY FACTS>>>" in prompt else 0
-    if '"supporting source facts"' in prompt:
-        return json.dumps({"supporting source facts": [["c1"]] * n})
-    if '"relevant summary facts"' in prompt:
-        return json.dumps({"relevant summary facts": ",".join("1" * n)})
-    example = re.findall(r"Example: (.*)", req.messages[-1].content)
-    return example[-1] if example else varying_answer(req.messages[-1].content, 0)
-
-
 def reuse(monkeypatch, method: str, by: str, options: dict | None = None) -> tuple[float, str, ScriptedJudge]:
     """Prefix reuse of the judge requests of a run (one call at a time, units in ``by`` order), and the order
     the method asked the executor for."""
@@ -57,7 +33,7 @@ def reuse(monkeypatch, method: str, by: str, options: dict | None = None) -> tup
 
     monkeypatch.setattr(api, "order_units", forced)
     ds = assay.load_dataset("summeval").select(docs=1, limit=4)
-    judge = ScriptedJudge(respond)
+    judge = ScriptedJudge(formatted_answer)
     assay.evaluate(ds, method=method, judge=judge, concurrency=1, options=options or {})
     scored = [r for r in judge.requests if not r.messages[0].content.startswith(FACTS_INTRO)]
     return prefix_reuse(text_tokens("\n".join(m.content for m in r.messages)) for r in scored), asked[0], judge

@@ -90,6 +90,38 @@ def varying_answer(prompt: str, k: int) -> str:
     return str(1 + digest[0] % 3)
 
 
+_FACTS_INTRO = "You will rewrite a text as a list of monadic facts."
+
+
+def _fenced(prompt: str, label: str) -> str:
+    found = re.search(rf"<<<{label}>>>\n(.*?)\n<<<END {label}>>>", prompt, re.S)
+    return found.group(1) if found else ""
+
+
+def formatted_answer(request: Any) -> str:
+    """A well-formed answer to any shipped method's prompt (for a scripted judge), so that every method takes
+    its full path: SEAL's facts are the text's sentences, its support and relevance lists name the first
+    source fact, other SEAL answers copy the prompt's own example, and anything else gets
+    :func:`varying_answer` (a checklist's yes/no lines, a rating). Its content says nothing about the texts.
+
+    Args:
+        request: A :class:`assay.judges.base.Request`.
+    """
+    from assay.methods.seal.units import split_sentences
+
+    prompt = request.messages[0].content
+    if prompt.startswith(_FACTS_INTRO):
+        label = re.search(r"<<<([A-Z ]+)>>>", prompt)
+        return json.dumps({"facts": split_sentences(_fenced(prompt, label.group(1) if label else ""))})
+    n = len(re.findall(r"^s\d+: ", _fenced(prompt, "SUMMARY FACTS"), re.M))
+    if '"supporting source facts"' in prompt:
+        return json.dumps({"supporting source facts": [["c1"]] * n})
+    if '"relevant summary facts"' in prompt:
+        return json.dumps({"relevant summary facts": ",".join("1" * n)})
+    example = re.findall(r"Example: (.*)", request.messages[-1].content)
+    return example[-1] if example else varying_answer(request.messages[-1].content, 0)
+
+
 @dataclass
 class FakeOpenAIServer:
     """A threaded loopback server; use as a context manager, read ``url``, ``requests`` and ``auth``.
