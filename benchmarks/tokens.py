@@ -1,4 +1,4 @@
-"""The token bill per (sample, dimension) of G-Eval, CheckEval and SEAL, beside SEAL's Table 9, and what prefix reuse saves.
+"""Token bill per (sample, dimension) of G-Eval, CheckEval and SEAL beside SEAL's Table 9, and what prefix reuse saves.
 
 One command::
 
