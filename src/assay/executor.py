@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+import re
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 
@@ -45,6 +46,43 @@ def order_units(samples: list[Sample], dimensions: list[Dimension], done: set[tu
         units += [(s, d) for d in dimensions for s in ordered[start:end] if (s.id, d.name) not in done]
         start = end
     return units
+
+
+def common_prefix(a: Sequence[Hashable], b: Sequence[Hashable]) -> int:
+    """Length of the shared prefix of two token sequences."""
+    n = min(len(a), len(b))
+    i = 0
+    while i < n and a[i] == b[i]:
+        i += 1
+    return i
+
+
+def prefix_reuse(prompts: Iterable[Sequence[Hashable]]) -> float:
+    """The share of prompt tokens a prefix cache holding only the previous request could serve.
+
+    Each prompt (a token sequence, in the order the requests are sent) reuses the prefix it shares with
+    the one before it, as a llama.cpp server or the embedded judge do with their single KV cache. This is
+    what unit order and prompt layout are chosen to maximise; the first prompt reuses nothing.
+
+    Returns:
+        Reused tokens over all prompt tokens (0.0 for no tokens).
+    """
+    total = reused = 0
+    previous: Sequence[Hashable] = ()
+    for tokens in prompts:
+        total += len(tokens)
+        reused += common_prefix(previous, tokens)
+        previous = tokens
+    return reused / total if total else 0.0
+
+
+_WORDS = re.compile(r"\w+|[^\w\s]")
+
+
+def text_tokens(text: str) -> list[str]:
+    """Words and punctuation marks of a text: a model-free stand-in for a tokenizer when measuring
+    :func:`prefix_reuse` (a shared word prefix is a shared token prefix up to the last word or so)."""
+    return _WORDS.findall(text)
 
 
 @dataclass

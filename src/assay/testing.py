@@ -58,6 +58,8 @@ class Behaviour:
         message: The error message for "error" (default ``scripted STATUS``).
         choices: Answer with at most this many choices whatever ``n`` asks (servers that cap n).
         vary: The answer function for "varying".
+        fields: Top-level fields to put in (or replace in) the answer object, e.g. a ``usage`` with
+            ``prompt_tokens_details`` or llama.cpp's ``timings``, as servers that report cached tokens send.
     """
 
     kind: str = "ok"
@@ -68,6 +70,7 @@ class Behaviour:
     message: str | None = None
     choices: int | None = None
     vary: Callable[[str, int], str] = field(default_factory=lambda: varying_answer)
+    fields: dict[str, Any] = field(default_factory=dict)
 
 
 def prompt_of(body: dict[str, Any]) -> str:
@@ -88,6 +91,38 @@ def varying_answer(prompt: str, k: int) -> str:
     if questions:
         return "\n".join(f"Q{q}: {'yes' if digest[i % 32] % 2 else 'no'}" for i, q in enumerate(questions))
     return str(1 + digest[0] % 3)
+
+
+_FACTS_INTRO = "You will rewrite a text as a list of monadic facts."
+
+
+def _fenced(prompt: str, label: str) -> str:
+    found = re.search(rf"<<<{label}>>>\n(.*?)\n<<<END {label}>>>", prompt, re.S)
+    return found.group(1) if found else ""
+
+
+def formatted_answer(request: Any) -> str:
+    """A well-formed answer to any shipped method's prompt (for a scripted judge), so that every method takes
+    its full path: SEAL's facts are the text's sentences, its support and relevance lists name the first
+    source fact, other SEAL answers copy the prompt's own example, and anything else gets
+    :func:`varying_answer` (a checklist's yes/no lines, a rating). Its content says nothing about the texts.
+
+    Args:
+        request: A :class:`assay.judges.base.Request`.
+    """
+    from assay.methods.seal.units import split_sentences
+
+    prompt = request.messages[0].content
+    if prompt.startswith(_FACTS_INTRO):
+        label = re.search(r"<<<([A-Z ]+)>>>", prompt)
+        return json.dumps({"facts": split_sentences(_fenced(prompt, label.group(1) if label else ""))})
+    n = len(re.findall(r"^s\d+: ", _fenced(prompt, "SUMMARY FACTS"), re.M))
+    if '"supporting source facts"' in prompt:
+        return json.dumps({"supporting source facts": [["c1"]] * n})
+    if '"relevant summary facts"' in prompt:
+        return json.dumps({"relevant summary facts": ",".join("1" * n)})
+    example = re.findall(r"Example: (.*)", request.messages[-1].content)
+    return example[-1] if example else varying_answer(request.messages[-1].content, 0)
 
 
 @dataclass
@@ -225,6 +260,7 @@ class FakeOpenAIServer:
         answer = completion(body, text, logprobs=self.logprobs)
         if behaviour.choices is not None:
             answer["choices"] = answer["choices"][:behaviour.choices]
+        answer.update(behaviour.fields)
         return answer
 
     def enqueue(self, *behaviours: Behaviour) -> None:

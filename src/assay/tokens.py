@@ -47,7 +47,7 @@ def approximate(reason: str) -> TokenCounter:
 
 def gguf_counter(path: Path) -> TokenCounter:
     """The GGUF's own vocabulary and chat template (loaded ``vocab_only``: no weights), counted as the
-    embedded judge reports prompt tokens (the prompt once per completion asked for)."""
+    embedded judge reports prompt tokens (the prompt once per request, however many completions it asks for)."""
     import llama_cpp
 
     from assay.judges.llamacpp import chat_formatter, chat_tokens
@@ -55,7 +55,7 @@ def gguf_counter(path: Path) -> TokenCounter:
     llm = llama_cpp.Llama(model_path=str(path), vocab_only=True, verbose=False)
     formatter = chat_formatter(llm, path)
     return TokenCounter(f"gguf {path.name} (its own tokenizer and chat template)", True,
-                        lambda r: len(chat_tokens(llm, formatter, r)) * r.n,
+                        lambda r: len(chat_tokens(llm, formatter, r)),
                         lambda s: len(llm.tokenize(s.encode("utf-8"), add_bos=False, special=False)))
 
 
@@ -103,9 +103,9 @@ def tiktoken_counter(model: str) -> TokenCounter:
 def judge_counter(judge: Any) -> TokenCounter:
     """The counter for a judge object: its own tokenizer if it has one (the embedded judge), else by model name."""
     own, text = getattr(judge, "prompt_tokens", None), getattr(judge, "text_tokens", None)
-    if callable(own) and callable(text):  # the embedded judge: counted as it reports (once per completion)
+    if callable(own) and callable(text):  # the embedded judge: counted as it reports (once per request)
         return TokenCounter(f"{judge.identity.label} (the judge's own tokenizer)", True,
-                            lambda r: len(own(r)) * r.n, text)
+                            lambda r: len(own(r)), text)
     if judge.identity.backend == "openai":
         return tiktoken_counter(judge.identity.model)
     return approximate(f"no offline tokenizer known for {judge.identity.label}")

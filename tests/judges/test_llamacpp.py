@@ -67,6 +67,19 @@ async def test_n_completions(smollm2):
     assert len(resp.choices) == 3
 
 
+async def test_n_completions_count_and_evaluate_the_prompt_once(smollm2):
+    prompt = "Rate the fluency of this sentence from 1 to 5: the cat sat on the mat, and then it slept."
+    one = await smollm2.generate(Request.chat(prompt, max_tokens=2))
+    await smollm2.generate(Request.chat("Something else entirely.", max_tokens=1))  # the cache holds another prompt
+    before = dict(smollm2.stats)
+    many = await smollm2.generate(Request.chat(prompt, max_tokens=3, temperature=1.0, n=5))
+    evaluated = smollm2.stats["prompt_tokens_evaluated"] - before["prompt_tokens_evaluated"]
+    assert len(many.choices) == 5
+    assert many.prompt_tokens == one.prompt_tokens  # once per request, as a server bills it, not once per choice
+    assert 0 < many.cached_prompt_tokens < many.prompt_tokens  # the chat template's opening was still cached
+    assert evaluated == many.prompt_tokens - many.cached_prompt_tokens  # the prompt was evaluated once
+
+
 async def test_json_mode_answers_are_json(smollm2):
     """JSON mode decodes under llama.cpp's JSON grammar: the answer parses, greedy or sampled, and the
     log-probabilities are those of the tokens the grammar allowed."""

@@ -87,6 +87,15 @@ def common_prefix(a: list[int], b: list[int]) -> int:
     return i
 
 
+def prompt_usage(prompt_len: int, evaluated: int) -> dict[str, int]:
+    """A request's prompt tokens counted once, as an OpenAI-compatible server reports them, and the part of them
+    served from the KV cache, so that ``prompt - cached`` is what the model actually evaluated.
+
+    The n completions of a request share one evaluation of the prompt (only its suffix past the cached prefix).
+    """
+    return {"prompt_tokens": prompt_len, "cached_prompt_tokens": max(0, prompt_len - evaluated)}
+
+
 def top_logprobs(logits: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     """Log-softmax of a logit row and the indices of its k most likely tokens, most likely first."""
     shifted = logits - logits.max()
@@ -262,17 +271,17 @@ class LlamaCppJudge(Judge):
                     f"judge's context of {self._llm.n_ctx()} tokens; pass --judge-opt n_ctx=8192")
             choices = []
             completion = 0
-            reused_before = self.stats["prompt_tokens_reused"]
+            evaluated_before = self.stats["prompt_tokens_evaluated"]
+            first = self._eval_prompt(prompt)
             for i in range(request.n):
                 seed_text = f"{self._seed}/{request.seed}/{request.sample_index}/{i}".encode()
                 seed = int.from_bytes(hashlib.sha256(seed_text).digest()[:8], "little")
-                choice, n_gen = self._complete(prompt, request, np.random.default_rng(seed))
+                choice, n_gen = self._complete(self._rewind(prompt, first), request, np.random.default_rng(seed))
                 choices.append(choice)
                 completion += n_gen
-            cached = self.stats["prompt_tokens_reused"] - reused_before
-            return Response(choices=choices, prompt_tokens=len(prompt) * request.n, completion_tokens=completion,
-                            cached_prompt_tokens=cached, latency_s=time.perf_counter() - start,
-                            model=self.identity.model)
+            evaluated = self.stats["prompt_tokens_evaluated"] - evaluated_before
+            return Response(choices=choices, **prompt_usage(len(prompt), evaluated), completion_tokens=completion,
+                            latency_s=time.perf_counter() - start, model=self.identity.model)
 
     def _eval_prompt(self, prompt: list[int]) -> np.ndarray:
         """Evaluate the prompt, reusing the cached prefix; return the last position's logits."""
@@ -283,14 +292,20 @@ class LlamaCppJudge(Judge):
         self.stats["prompt_tokens_evaluated"] += len(prompt) - keep
         return self._eval(prompt[keep:])
 
+    def _rewind(self, prompt: list[int], logits: np.ndarray) -> np.ndarray:
+        """Drop what a previous completion added to the KV cache, back to the evaluated prompt, and return the
+        prompt's last logits: the n completions of a request evaluate the prompt once."""
+        self._llm.n_tokens = len(prompt)
+        self._tokens = self._tokens[:len(prompt)]
+        return logits
+
     def _eval(self, tokens: list[int]) -> np.ndarray:
         self._llm.eval(tokens)
         self._tokens.extend(tokens)
         ptr = self._llm._ctx.get_logits_ith(-1)
         return np.ctypeslib.as_array(ptr, shape=(self._n_vocab,)).astype(np.float64)
 
-    def _complete(self, prompt: list[int], request: Request, rng: np.random.Generator) -> tuple[Choice, int]:
-        logits = self._eval_prompt(prompt)
+    def _complete(self, logits: np.ndarray, request: Request, rng: np.random.Generator) -> tuple[Choice, int]:
         constraint = (JsonConstraint(self._llm, self._n_vocab, request.json_schema)
                       if request.json_mode or request.json_schema else None)
         try:

@@ -43,6 +43,10 @@ class OpenAIJudge(Judge):
             that need none. It is held by the SDK client only, never recorded.
         timeout: Per-request timeout in seconds (connect, pool wait and each read), enforced by the HTTP client.
         logprobs: Force the log-probability capability on or off instead of probing.
+        cache_prompt: Send llama.cpp's ``cache_prompt`` field (keep the prompt in the server's KV cache so that
+            the next request evaluates only what follows the shared prefix). Opt-in, since OpenAI's API refuses
+            unknown fields; recent llama.cpp servers cache by default. Part of the identity when set, since
+            llama.cpp warns that a reused cache may change logits slightly (other batch sizes).
     """
 
     default_concurrency = 16
@@ -56,7 +60,7 @@ class OpenAIJudge(Judge):
 
     def __init__(
         self, model: str, base_url: str | None = None, *, api_key: str | None = None,
-        timeout: float = 120.0, logprobs: bool | None = None,
+        timeout: float = 120.0, logprobs: bool | None = None, cache_prompt: bool | None = None,
     ) -> None:
         try:
             import openai
@@ -87,7 +91,9 @@ class OpenAIJudge(Judge):
         self._chat_url = chat_url(sdk_url or "https://api.openai.com/v1")
         self._headers = {"Authorization": f"Bearer {key}", "Content-Type": "application/json",
                          "Accept": "application/json"} | auth
-        self.identity = JudgeIdentity(backend="openai", model=model, base_url=public_url(base_url))
+        self._cache_prompt = cache_prompt
+        self.identity = JudgeIdentity(backend="openai", model=model, base_url=public_url(base_url),
+                                      settings={} if cache_prompt is None else {"cache_prompt": cache_prompt})
         self._secrets = secrets_of(key if key != "not-needed" else None, base_url)
         self._where = public_url(base_url) or "the OpenAI API (https://api.openai.com/v1)"
         self._model = model
@@ -217,6 +223,8 @@ class OpenAIJudge(Judge):
             body["top_logprobs"] = request.top_logprobs
         if request.json_mode or request.json_schema:
             body["response_format"] = {"type": "json_object"}
+        if self._cache_prompt is not None:
+            body["cache_prompt"] = self._cache_prompt
         return body
 
     async def generate(self, request: Request) -> Response:
@@ -505,15 +513,35 @@ def _to_response(raw: Any, latency: float, where: str = "the endpoint") -> Respo
     except (KeyError, TypeError, AttributeError) as exc:
         raise TransientJudgeError(f"malformed response from {where}: {exc!r}") from exc
     usage = raw.get("usage") or {}
-    details = usage.get("prompt_tokens_details") or {}
+    prompt = usage.get("prompt_tokens") or 0
     return Response(
         choices=choices,
-        prompt_tokens=usage.get("prompt_tokens") or 0,
+        prompt_tokens=prompt,
         completion_tokens=usage.get("completion_tokens") or 0,
-        cached_prompt_tokens=details.get("cached_tokens") or 0,
+        cached_prompt_tokens=cached_tokens(raw, prompt),
         latency_s=latency,
         model=raw.get("model") or "",
     )
+
+
+def cached_tokens(raw: dict[str, Any], prompt_tokens: int) -> int:
+    """The prompt tokens a server served from its prefix cache, as it reports them (0 when it does not).
+
+    OpenAI and vLLM say ``usage.prompt_tokens_details.cached_tokens``; a llama.cpp server says ``timings.cache_n``
+    (recent), or only ``timings.prompt_n``, the tokens it evaluated (the rest came from the cache). Its
+    ``tokens_cached`` is no such count (all tokens kept after the answer) and is not read.
+    """
+    details = (raw.get("usage") or {}).get("prompt_tokens_details") or {}
+    timings = raw.get("timings") or {}
+    if isinstance(details.get("cached_tokens"), int):
+        found = details["cached_tokens"]
+    elif isinstance(timings.get("cache_n"), int):
+        found = timings["cache_n"]
+    elif isinstance(timings.get("prompt_n"), int) and prompt_tokens:
+        found = prompt_tokens - timings["prompt_n"]
+    else:
+        return 0
+    return max(0, min(found, prompt_tokens)) if prompt_tokens else max(0, found)
 
 
 def retry_after_seconds(headers: Mapping[str, str], now: float | None = None) -> float | None:

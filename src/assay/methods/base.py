@@ -114,8 +114,9 @@ class Method(abc.ABC):
     Options: ClassVar[type[MethodOptions]] = MethodOptions
     #: How the executor orders units for prefix reuse (see :func:`assay.executor.order_units`):
     #: "sample" (all dimensions of an output in a row) or "dimension" (one dimension over all
-    #: outputs of a source document in a row).
-    unit_order: ClassVar[str] = "sample"
+    #: outputs of a source document in a row). A method whose layout depends on its options sets
+    #: it per instance (CheckEval's ``definition``); :func:`assay.executor.prefix_reuse` measures it.
+    unit_order: str = "sample"
 
     def __init__(self, options: MethodOptions | dict[str, Any] | None = None) -> None:
         if options is None:

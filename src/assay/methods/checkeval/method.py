@@ -122,6 +122,9 @@ class CheckEval(Method):
         self.checklist_spec: str | None = None
         self.checklist_sha: str | None = None
         self.soft_fallback: str | None = None
+        # The definition after the texts: every dimension of an output shares the prompt up to it (sample-major);
+        # before them (figures 7-8): one dimension over the outputs of a document shares it (dimension-major).
+        self.unit_order = "dimension" if self.options.definition == "before" else "sample"
 
     def settings(self) -> dict[str, Any]:
         """Options plus the checklist's hash, so that a run never resumes with other questions."""

@@ -232,6 +232,7 @@ class GerEval(Method):
     name = "gereval"
     Options = GerEvalOptions
     options: GerEvalOptions
+    unit_order = "dimension"  # the criterion and its demonstrations precede the sample
 
     def __init__(self, options: Any = None) -> None:
         super().__init__(options)

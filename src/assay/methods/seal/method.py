@@ -56,6 +56,7 @@ class Seal(Method):
     name = "seal"
     Options = SealOptions
     options: SealOptions
+    unit_order = "dimension"  # the dimension's opening and rules precede the texts (seal/prompts.py)
 
     def __init__(self, options: MethodOptions | dict[str, Any] | None = None) -> None:
         super().__init__(options)

@@ -3,6 +3,11 @@
 Each builder is a pure function returning an :class:`Ask`: the prompt, the one-line answer format
 (repeated when a malformed answer is re-asked) and a token budget sized to the expected answer.
 Judged text is fenced and neutralised; JSON answer keys inside it are defused as well.
+
+Every prompt puts what it shares with its neighbours first: the dimension's opening and rules, then the texts
+of the source document, then the output's units, then the question and answer format that vary by sub-dimension
+and unit count. The method asks the executor for dimension-major order, so consecutive prompts (one dimension
+over the outputs of one document) share everything up to the output's units.
 """
 
 from __future__ import annotations
@@ -157,7 +162,7 @@ def build_units_binary(recipe: Recipe, sub: SubDimension, body: list[str], units
     hint = _format([f'"{recipe.key}": {n} comma-separated values (1 or 0), in the order above'],
                    f'{{"{recipe.key}": "{example_bits(n)}"}}')
     prompt = join_parts(
-        recipe.intro, MATERIAL_NOTE, *body, rules_block(recipe.rules),
+        recipe.intro, MATERIAL_NOTE, rules_block(recipe.rules), *body,
         f"Question ({sub.name}): {sub.question}\n"
         f"Answer it for {_items(recipe.unit, units, output_name)}: 1 for yes, 0 for no.",
         f"Answer with JSON only, with exactly {n} values:\n{hint}")
@@ -171,7 +176,7 @@ def build_support(recipe: Recipe, body: list[str], facts: list[Unit], output_nam
                     "each lists the ids of the supporting source facts, [] when none"],
                    f'{{"{recipe.key}": {example_support(n)}}}')
     prompt = join_parts(
-        recipe.intro, MATERIAL_NOTE, *body, rules_block(recipe.rules),
+        recipe.intro, MATERIAL_NOTE, rules_block(recipe.rules), *body,
         f"Task: for {_items(recipe.unit, facts, output_name)}, list the ids of the source facts that "
         f"support it ({recipe.subdimensions[0].name}); give an empty list [] when none does.",
         f"Answer with JSON only:\n{hint}")
@@ -250,7 +255,7 @@ def build_ratings(recipe: Recipe, body: list[str], units: list[Unit] | None, *, 
         field = f'"{rkey}": {n} comma-separated whole numbers {scale}, in order'
     hint = _format([field], f'{{"{rkey}": "{example_ratings(n)}"}}')
     rules = None if units is None else rules_block(recipe.rules)
-    prompt = join_parts(intro, MATERIAL_NOTE, *body, rules, task, f"Answer with JSON only:\n{hint}")
+    prompt = join_parts(intro, MATERIAL_NOTE, rules, *body, task, f"Answer with JSON only:\n{hint}")
     return Ask(prompt, hint, _budget(slack, 3, n), answer_schema({rkey: _values(_RATING, n)}))
 
 
