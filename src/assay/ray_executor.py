@@ -267,7 +267,10 @@ class WorkerJudge(ManagedJudge):
     async def generate(self, request: Request, *, stage: str = "score") -> Response:
         key = call_key(self.identity, request)
         if key not in self._relay.known and key not in self._in_flight:
-            self._relay.remember(key, await self._reader.get.remote(key))
+            stored = await self._reader.get.remote(key)
+            # an identical call of this actor may have been answered while the reader was asked: keep its answer
+            if self._relay.known.get(key) is None:
+                self._relay.remember(key, stored)
         return await super().generate(request, stage=stage)
 
 
