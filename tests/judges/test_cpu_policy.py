@@ -12,10 +12,12 @@ import pytest
 from assay.judges.cpu import busy_cores, free_threads, wait_env
 
 
-def test_busy_cores_sees_a_job_that_just_started():
-    """The 1-minute average lags: two CPU-bound jobs started a second ago show in the running count."""
-    assert busy_cores("0.05 0.10 0.20 3/400 999") == 2.0  # 3 running, this reader included
-    assert busy_cores("5.50 3.00 1.00 1/400 999") == 5.5
+def test_busy_cores_counts_the_tasks_running_now_not_the_lagging_average():
+    """Two CPU-bound jobs started a second ago show in the running count; a machine idle now is idle, whatever
+    its 1-minute average still says (the judge's own run a moment ago included)."""
+    assert busy_cores(["0.05 0.10 0.20 3/400 999"]) == 2.0  # 3 running, this reader included
+    assert busy_cores(["5.50 3.00 1.00 1/400 999"] * 3) == 0.0
+    assert busy_cores(["0.9 0.1 0.1 3/400 9", "0.9 0.1 0.1 1/400 9"]) == 1.0  # one core busy half the time
 
 
 @pytest.mark.parametrize(("cores", "busy", "threads"),

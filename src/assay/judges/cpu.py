@@ -15,7 +15,8 @@ from __future__ import annotations
 import math
 import os
 import sys
-from collections.abc import Mapping
+import time
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 #: The wait policies a ``llamacpp:`` judge accepts (``--judge-opt wait_policy=...``).
@@ -40,18 +41,27 @@ def usable_cores() -> int:
         return os.cpu_count() or 1
 
 
-def busy_cores(loadavg: str) -> float:
-    """Cores other work holds, from ``/proc/loadavg``: the 1-minute average, or the tasks running right now
-    (less this one) when more, since the average lags a minute behind a job that just started."""
-    fields = loadavg.split()
-    running = int(fields[3].split("/")[0]) - 1
-    return max(float(fields[0]), float(running))
+def busy_cores(samples: Sequence[str]) -> float:
+    """Cores other work holds: the mean number of other tasks running, over reads of ``/proc/loadavg``.
+
+    Its running count (``3/400``: three runnable now, this reader included), not its 1-minute load average: the
+    average lags a minute behind a job that started or stopped, and counts this process's own recent work, so a
+    judge built right after a run on an idle machine took its own past load for other work and ran one thread.
+    """
+    counts = [int(sample.split()[3].split("/")[0]) - 1 for sample in samples]
+    return max(0.0, sum(counts) / len(counts))
 
 
-def read_busy_cores() -> float:
-    """:func:`busy_cores` of this machine (the 1-minute load average where ``/proc`` is absent)."""
+def read_busy_cores(samples: int = 10, interval_s: float = 0.01) -> float:
+    """:func:`busy_cores` of this machine over ``samples`` reads ``interval_s`` apart (the 1-minute load average
+    where ``/proc`` is absent)."""
     try:
-        return busy_cores(Path("/proc/loadavg").read_text())
+        reads = []
+        for i in range(samples):
+            if i:
+                time.sleep(interval_s)
+            reads.append(Path("/proc/loadavg").read_text())
+        return busy_cores(reads)
     except (OSError, ValueError, IndexError):
         return os.getloadavg()[0]
 
