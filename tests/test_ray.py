@@ -269,3 +269,11 @@ def test_sigkilled_driver_resumes_without_duplicates_or_paying_twice(tmp_path):
     assert not completed & set(resumed), "the resumed run paid again for a completed call"
     assert len(resumed) == len(set(resumed))
     assert "resuming" in second.stderr
+
+
+def test_batch_with_the_ray_executor_is_refused_before_anything_runs(tmp_path):
+    judge = ScriptedJudge(["3"])
+    with pytest.raises(ConfigError, match="--batch and --executor ray"):
+        assay.evaluate(load_dataset("summeval"), method="direct", judge=judge, dimensions=["coherence"], limit=1,
+                       run_dir=tmp_path / "run", executor="ray", batch=True)
+    assert judge.requests == [] and not (tmp_path / "run").exists()
