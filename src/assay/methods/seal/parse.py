@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable
 from typing import Any
 
 from assay.methods.seal.units import first_object, lookup
@@ -45,6 +46,27 @@ def _tokens(value: Any) -> list[str] | None:
 
 def _count_error(got: int, want: int, what: str) -> str:
     return f"expected exactly {want} {what}, got {got}"
+
+
+def _numbers(value: Any, n: int, noun: str, example: str, check: Callable[[int, str, float], str | None],
+             answer: str) -> Parsed:
+    """Exactly ``n`` numbers from a field ("0.3,0.2,0.5" or a list), each passing ``check(index, token, value)``
+    (which returns the error to report, or None)."""
+    tokens = _tokens(value)
+    if tokens is None:
+        return Parsed(None, f"the {noun}s must be a string like \"{example}\" or a list of numbers", answer)
+    if len(tokens) != n:
+        return Parsed(None, _count_error(len(tokens), n, f"{noun}s"), answer)
+    out = []
+    for i, t in enumerate(tokens, start=1):
+        try:
+            v = float(t)
+        except ValueError:
+            return Parsed(None, f"{noun} {i} is {t!r}, not a number", answer)
+        if (error := check(i, t, v)) is not None:
+            return Parsed(None, error, answer)
+        out.append(v)
+    return Parsed(out, None, answer)
 
 
 def parse_binary(answer: str, key: str, n: int, what: str = "values") -> Parsed:
@@ -141,40 +163,21 @@ def parse_ratings(answer: str, key: str, n: int, low: int, high: int) -> Parsed:
     field = _field(obj.value, key, answer)
     if not field.ok:
         return field
-    tokens = _tokens(field.value)
-    if tokens is None:
-        return Parsed(None, "the ratings must be a string like \"4,5,2\" or a list of numbers", answer)
-    if len(tokens) != n:
-        return Parsed(None, _count_error(len(tokens), n, "ratings"), answer)
-    out = []
-    for i, t in enumerate(tokens, start=1):
-        try:
-            v = float(t)
-        except ValueError:
-            return Parsed(None, f"rating {i} is {t!r}, not a number", answer)
-        if not v.is_integer() or not low <= v <= high:
-            return Parsed(None, f"rating {i} is {t}, not a whole number from {low} to {high}", answer)
-        out.append(int(v))
-    return Parsed(out, None, answer)
+
+    def whole(i: int, t: str, v: float) -> str | None:
+        return None if v.is_integer() and low <= v <= high else \
+            f"rating {i} is {t}, not a whole number from {low} to {high}"
+
+    got = _numbers(field.value, n, "rating", "4,5,2", whole, answer)
+    return Parsed([int(v) for v in got.value], None, answer) if got.ok else got
 
 
 def weight_values(value: Any, k: int, answer: str) -> Parsed:
     """Read ``k`` weights from a field ("0.3,0.2,0.5" or a list of numbers); sign and sum are checked later."""
-    tokens = _tokens(value)
-    if tokens is None:
-        return Parsed(None, "the weights must be a string like \"0.3,0.2,0.5\" or a list of numbers", answer)
-    if len(tokens) != k:
-        return Parsed(None, _count_error(len(tokens), k, "weights"), answer)
-    out = []
-    for i, t in enumerate(tokens, start=1):
-        try:
-            v = float(t)
-        except ValueError:
-            return Parsed(None, f"weight {i} is {t!r}, not a number", answer)
-        if not math.isfinite(v):
-            return Parsed(None, f"weight {i} is not a finite number", answer)
-        out.append(v)
-    return Parsed(out, None, answer)
+    def finite(i: int, t: str, v: float) -> str | None:
+        return None if math.isfinite(v) else f"weight {i} is not a finite number"
+
+    return _numbers(value, k, "weight", "0.3,0.2,0.5", finite, answer)
 
 
 def parse_weights(answer: str, key: str, k: int) -> Parsed:
