@@ -13,7 +13,7 @@ import time
 from assay.judges.base import Request
 from assay.judges.middleware import ManagedJudge
 from assay.judges.scripted import ScriptedJudge
-from assay.store import RunStore
+from assay.run.store import RunStore
 
 
 async def run(calls: int) -> tuple[float, float]:

@@ -35,7 +35,7 @@ from assay import meta
 from assay.judges import ManagedJudge, load_judge
 from assay.methods.checkeval.build import BuildSettings, build_checklist
 from assay.methods.checkeval.checklist import dump_checklist, load_checklist, stage_counts
-from assay.store import RunStore
+from assay.run.store import RunStore
 
 SETS = {"topical-chat": "turn", "summeval": "sample"}
 

@@ -22,7 +22,7 @@ import time
 
 import assay
 from assay.datasets import load_dataset
-from assay.estimate import estimate_run
+from assay.run.estimate import estimate_run
 from assay.judges.llamacpp import LlamaCppJudge
 from assay.methods import make_method
 from assay.types import Usage

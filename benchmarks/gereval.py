@@ -34,7 +34,7 @@ from assay.judges import ManagedJudge, load_judge
 from assay.methods.gereval.generate import GenerationSettings, generate_rubric
 from assay.methods.gereval.rubric import load_rubric, save_rubric
 from assay.methods.gereval.transfer import load_runs, transfer_tables
-from assay.store import RunStore
+from assay.run.store import RunStore
 
 
 def _args() -> argparse.Namespace:

@@ -162,7 +162,7 @@ def read_sample(parsing: types.ModuleType, entries: list[Entry], data: Path) -> 
 
 
 def module_at(rev: str) -> types.ModuleType:
-    """``assay.parsing`` as it was at git revision ``rev``, loaded under another name beside today's."""
+    """``assay.answers.parsing`` as it was at git revision ``rev``, loaded under another name beside today's."""
     source = subprocess.run(["git", "-C", str(ROOT), "show", f"{rev}:src/assay/parsing.py"], check=True,
                             capture_output=True, text=True).stdout
     module = types.ModuleType(f"assay_parsing_{rev}")
@@ -291,7 +291,7 @@ def main() -> None:
     data = data_dir(args.data)
     if not data.is_dir():
         sys.exit(f"no corpus at {data}: pass --data or set ASSAY_SHEN2023")
-    from assay import parsing
+    from assay.answers import parsing
 
     entries = load_sample()
     readers = [("reader in src/", parsing)]

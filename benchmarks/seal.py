@@ -33,7 +33,7 @@ import pandas as pd
 import assay
 from assay import meta
 from assay.methods.seal.aggregate import rescore
-from assay.store import DB_NAME, RunStore
+from assay.run.store import DB_NAME, RunStore
 from assay.types import Judgment
 
 SETS = ("topical-chat", "summeval", "qags-xsum")

@@ -63,7 +63,7 @@ def import_judge(judge: str, answers: Path, run_dir: Path) -> None:
 
 def unreadable(run_dir: Path) -> dict[str, int]:
     """Parse failures per dimension, from the run's manifest."""
-    from assay.store import RunStore
+    from assay.run.store import RunStore
 
     with RunStore(run_dir, readonly=True) as store:
         imported = (store.manifest() or {}).get("imported", {})

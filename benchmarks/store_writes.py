@@ -18,7 +18,7 @@ import tempfile
 import time
 
 from assay.judges.base import JudgeIdentity, Request, Response
-from assay.store import RunStore
+from assay.run.store import RunStore
 from assay.types import Judgment, Usage
 
 

@@ -16,7 +16,7 @@ unit that made it, so the per-method mean counts it once; Table 9 counts stage 1
 Preparation (G-Eval's evaluation steps) is reported apart, as Table 9 leaves it out.
 
 First, in seconds and without the model, it prints for each method the prefix reuse of its request stream in
-both unit orders (:func:`assay.executor.prefix_reuse` on SmolLM2's tokens, a scripted judge that answers every
+both unit orders (:func:`assay.run.executor.prefix_reuse` on SmolLM2's tokens, a scripted judge that answers every
 format), so that the order each method asks for can be checked on the full slice (``--orders-only`` stops there).
 
 Runs are stored under ``--work`` (default ``benchmarks/runs/tokens``) and resumed: an interrupted benchmark
@@ -40,7 +40,7 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import assay  # noqa: E402
 from assay.datasets import Dataset  # noqa: E402
-from assay.executor import prefix_reuse  # noqa: E402
+from assay.run.executor import prefix_reuse  # noqa: E402
 from assay.judges.base import Request  # noqa: E402
 from assay.judges.scripted import ScriptedJudge  # noqa: E402
 from assay.methods import make_method  # noqa: E402

@@ -8,7 +8,7 @@ import pytest
 from typer.testing import CliRunner
 
 from assay.cli.main import app
-from assay.store import RunStore
+from assay.run.store import RunStore
 
 runner = CliRunner()
 

@@ -21,7 +21,7 @@ from assay.judges.openai import OpenAIJudge
 from assay.judges.scripted import ScriptedJudge
 from assay.meta import meta_evaluate
 from assay.meta.inputs import read_run
-from assay.store import _MIGRATIONS, DB_NAME, RunStore
+from assay.run.store import _MIGRATIONS, DB_NAME, RunStore
 from assay.testing import Behaviour, FakeOpenAIServer
 from assay.types import Judgment, Sample
 

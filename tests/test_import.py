@@ -13,16 +13,16 @@ import pytest
 
 import assay
 from assay.errors import ConfigError, InputError
-from assay.import_readers import make_reader
-from assay.import_run import ImportOptions, import_answers
+from assay.importer.readers import make_reader
+from assay.importer.write import ImportOptions, import_answers
 from assay.judges.middleware import ManagedJudge
 from assay.judges.scripted import ScriptedJudge
 from assay.meta.inputs import load_scores, read_run
 from assay.methods import direct
 from assay.methods.checkeval import parse as checkeval
 from assay.methods.geval import prompts as geval
-from assay.parsing import parse_rating
-from assay.store import RunStore
+from assay.answers.parsing import parse_rating
+from assay.run.store import RunStore
 
 DIMENSION = "coherence"
 

@@ -19,7 +19,7 @@ PLUGIN = textwrap.dedent('''
     from assay.judges.ask import ask
     from assay.judges.base import Choice, Judge, JudgeIdentity, Request, Response
     from assay.methods.base import Method
-    from assay.parsing import parse_rating
+    from assay.answers.parsing import parse_rating
 
 
     class TinyJudge(Judge):
@@ -62,7 +62,7 @@ def plugin(tmp_path, monkeypatch):
         EntryPoint("tiny", f"{name}:TinyMethod", "assay.methods"),
         EntryPoint("notamethod", f"{name}:TinyJudge", "assay.methods"),
     ]
-    monkeypatch.setattr("assay.plugins.entry_points", lambda group: [ep for ep in eps if ep.group == group])
+    monkeypatch.setattr("assay.common.plugins.entry_points", lambda group: [ep for ep in eps if ep.group == group])
     return name
 
 

@@ -6,7 +6,7 @@ import pytest
 
 import assay
 from assay import api
-from assay.executor import order_units, prefix_reuse, text_tokens
+from assay.run.executor import order_units, prefix_reuse, text_tokens
 from assay.judges.scripted import ScriptedJudge
 from assay.testing import formatted_answer
 

@@ -13,7 +13,7 @@ import pytest
 import assay
 import assay.judges
 from assay.errors import ConfigError
-from assay.hashing import content_hash
+from assay.common.hashing import content_hash
 from assay.judges.base import Request
 from assay.judges.scripted import ScriptedJudge
 from assay.methods.checkeval.checklist import checklist_hash, load_checklist
@@ -64,12 +64,12 @@ def test_exported_lazily_from_assay() -> None:
     import subprocess
     import sys
 
-    import assay.builds
+    import assay.run.prepare
 
-    assert assay.prepare is assay.builds.prepare and assay.prepare_async is assay.builds.prepare_async
-    assert assay.PrepareResult is assay.builds.PrepareResult and {"prepare", "prepare_async"} <= set(dir(assay))
+    assert assay.prepare is assay.run.prepare.prepare and assay.prepare_async is assay.run.prepare.prepare_async
+    assert assay.PrepareResult is assay.run.prepare.PrepareResult and {"prepare", "prepare_async"} <= set(dir(assay))
     assert all(hasattr(assay, name) for name in assay.__all__)
-    code = "import sys, assay; print('assay.builds' in sys.modules)"  # the build steps load on first use only
+    code = "import sys, assay; print('assay.run.prepare' in sys.modules)"  # the build steps load on first use only
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           check=True).stdout.strip() == "False"
 

@@ -13,13 +13,13 @@ import pytest
 import assay
 from assay.datasets import Dataset
 from assay.errors import ConfigError
-from assay.import_run import ImportOptions, import_answers
+from assay.importer.write import ImportOptions, import_answers
 from assay.judges.scripted import ScriptedJudge
 from assay.methods import direct
 from assay.probe import probe
 from assay.probe import stats as st
 from assay.probe.table import probe_rows
-from assay.store import RunStore
+from assay.run.store import RunStore
 
 NAN = float("nan")
 

@@ -19,9 +19,9 @@ import pytest
 import assay
 from assay.datasets import load_dataset
 from assay.errors import ConfigError
-from assay.executor import order_units
+from assay.run.executor import order_units
 from assay.judges.scripted import ScriptedJudge
-from assay.ray_executor import (
+from assay.run.ray_executor import (
     INSTALL_HINT,
     RaySettings,
     check_fits,
@@ -31,7 +31,7 @@ from assay.ray_executor import (
     split_concurrency,
     unit_groups,
 )
-from assay.store import RunStore
+from assay.run.store import RunStore
 from assay.testing import Behaviour, FakeOpenAIServer
 
 

@@ -11,7 +11,7 @@ import sys
 import time
 from pathlib import Path
 
-from assay.store import RunStore
+from assay.run.store import RunStore
 from assay.testing import Behaviour, FakeOpenAIServer
 
 LIMIT = 40

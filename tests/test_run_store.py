@@ -15,10 +15,10 @@ import pytest
 import assay
 from assay.errors import ConfigError, InputError
 from assay.judges.scripted import ScriptedJudge
-from assay.store import DB_NAME, LOCK_NAME, RunInUseError, RunStore, fingerprint_diff
+from assay.run.store import DB_NAME, LOCK_NAME, RunInUseError, RunStore, fingerprint_diff
 
 # A process that opens a run directory for writing, says so, and waits to be killed.
-HOLDER = ("import sys, time\nfrom assay.store import RunStore\nstore = RunStore(sys.argv[1])\n"
+HOLDER = ("import sys, time\nfrom assay.run.store import RunStore\nstore = RunStore(sys.argv[1])\n"
           "print('ready', flush=True)\ntime.sleep(120)\n")
 
 

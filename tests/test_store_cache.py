@@ -12,7 +12,7 @@ from assay.errors import ConfigError
 from assay.judges.base import Request
 from assay.judges.middleware import ManagedJudge
 from assay.judges.scripted import ScriptedJudge
-from assay.store import RunStore
+from assay.run.store import RunStore
 from assay.types import Judgment
 
 

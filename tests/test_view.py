@@ -445,7 +445,7 @@ def test_the_run_command_shows_the_preparation_stage(tmp_path, cli, monkeypatch)
 
 @browser
 def test_an_imported_run_shows_its_trace_and_is_marked_imported(tmp_path, chromium):
-    from assay.import_run import ImportOptions, import_answers
+    from assay.importer.write import ImportOptions, import_answers
 
     samples = assay.load_dataset("summeval").select(limit=2).samples
     answers = tmp_path / "answers.jsonl"

@@ -18,7 +18,7 @@ from assay.api import RunResult, evaluate, evaluate_async
 from assay.datasets import Dataset, list_datasets, load_dataset
 from assay.judges import load_judge
 from assay.methods import get_method, method_names
-from assay.store import RunStore
+from assay.run.store import RunStore
 from assay.types import Dimension, Judgment, Sample, Scale, Usage
 
 
@@ -30,7 +30,7 @@ def meta_evaluate(*args: object, **kwargs: object) -> object:
 
 
 #: Imported on first use (PEP 562): the build steps behind ``prepare`` would double ``import assay``'s time.
-_LAZY = {"prepare": "assay.builds", "prepare_async": "assay.builds", "PrepareResult": "assay.builds"}
+_LAZY = {"prepare": "assay.run.prepare", "prepare_async": "assay.run.prepare", "PrepareResult": "assay.run.prepare"}
 
 
 def __getattr__(name: str) -> Any:

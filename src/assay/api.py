@@ -15,9 +15,9 @@ from typing import Any, ParamSpec, TypeVar
 from assay._version import __version__
 from assay.datasets import Dataset, load_dataset
 from assay.errors import ConfigError, did_you_mean
-from assay.estimate import Estimate, estimate_run
-from assay.executor import Progress, default_unit_concurrency, execute, order_units
-from assay.hashing import content_hash
+from assay.run.estimate import Estimate, estimate_run
+from assay.run.executor import Progress, default_unit_concurrency, execute, order_units
+from assay.common.hashing import content_hash
 from assay.judges import DEFAULT_JUDGE, Judge, JudgeIdentity, ManagedJudge, PriceTable, RetryPolicy, load_judge
 from assay.judges.ask import ask
 from assay.judges.base import Request, Response
@@ -32,8 +32,8 @@ from assay.judges.batch import (
     WAIT_S as BATCH_WAIT_S,
 )
 from assay.methods import Method, RunContext, make_method
-from assay.ray_executor import execute_ray, import_ray, parse_executor, ray_settings_for
-from assay.store import RunStore, check_run_dir
+from assay.run.ray_executor import execute_ray, import_ray, parse_executor, ray_settings_for
+from assay.run.store import RunStore, check_run_dir
 from assay.types import Dimension, Judgment, Sample, Usage
 
 P = ParamSpec("P")
@@ -148,7 +148,7 @@ async def evaluate_async(
             Ray needs the ``ray`` extra. The method is prepared here and the store written here either way.
         workers / worker_cpus / worker_gpus: Ray only: judge actors (default: as many as the cluster fits)
             and the CPUs (default 1) and GPUs (default 0) each reserves (an embedded judge: match ``n_threads``).
-        estimate: Call no judge: return the :class:`~assay.estimate.Estimate` of the run instead (calls and
+        estimate: Call no judge: return the :class:`~assay.run.estimate.Estimate` of the run instead (calls and
             prompt / completion tokens per stage, its cost with ``prices``), counted by running the method
             against a stand-in judge. ``run_dir`` is only read (a resumed run's done units and cached calls).
     """

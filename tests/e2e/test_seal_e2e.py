@@ -15,7 +15,7 @@ import sqlite3
 import pytest
 
 import assay
-from assay.store import DB_NAME
+from assay.run.store import DB_NAME
 
 JUDGE = {"judge": "llamacpp:smollm2", "judge_options": {"n_threads": 2}}
 

@@ -25,7 +25,7 @@ from assay.judges.base import Response
 from assay.judges.batch import BatchOptions, LineFailure, batch_line, read_results, split_lines
 from assay.judges.middleware import PriceTable, RetryPolicy
 from assay.judges.scripted import ScriptedJudge
-from assay.store import RunStore
+from assay.run.store import RunStore
 from assay.testing import Behaviour, FakeBatchAPI, FakeOpenAIServer, prompt_of
 
 DIMS = ["coherence", "fluency"]

@@ -14,7 +14,7 @@ from assay.errors import FatalJudgeError, JudgeError
 from assay.judges.base import Request
 from assay.judges.middleware import ManagedJudge, RetryPolicy
 from assay.judges.openai import OpenAIJudge, retry_after_seconds
-from assay.store import RunStore
+from assay.run.store import RunStore
 from assay.testing import Behaviour, FakeOpenAIServer
 
 FAST = RetryPolicy(max_attempts=4, base_delay_s=0.01, max_delay_s=2.0, timeout_s=1.0)

@@ -19,7 +19,7 @@ from assay.errors import FatalJudgeError, TransientJudgeError
 from assay.judges.base import Choice, Request, Response
 from assay.judges.middleware import ManagedJudge, RetryPolicy, call_key
 from assay.judges.scripted import ScriptedJudge
-from assay.store import RunStore
+from assay.run.store import RunStore
 from assay.testing import Behaviour, FakeOpenAIServer, prompt_of
 
 N = 8

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from assay.parsing import parse_choice, parse_rating
+from assay.answers.parsing import parse_choice, parse_rating
 from assay.types import Scale
 
 L5, L3 = Scale(low=1, high=5), Scale(low=1, high=3)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from assay import parsing
+from assay.answers import parsing
 from published import TESTS
 
 ROOT = TESTS.parent
@@ -89,5 +89,5 @@ def test_reader_agrees_with_the_hand_readings(capsys: pytest.CaptureFixture[str]
     with capsys.disabled():
         print("\n" + "\n".join(table))
     overall = bench.tally(pairs, lambda e: e.judge)["all"]
-    assert overall.n == len(ENTRIES), "the letter answers were not read: assay.parsing has no parse_choice"
+    assert overall.n == len(ENTRIES), "the letter answers were not read: assay.answers.parsing has no parse_choice"
     assert overall.agree / overall.n >= AGREEMENT_MIN, "\n".join(bench.wrong(pairs, DATA))

@@ -132,7 +132,7 @@ def build(
     """Grow a seed checklist with CheckEval's augmentation and filtering, and write it as YAML."""
     from rich.markup import escape
 
-    from assay.builds import prepare
+    from assay.run.prepare import prepare
     from assay.cli.main import judge_options
 
     console, out = _consoles()

@@ -33,7 +33,7 @@ def steps(
     from rich.console import Console
     from rich.markup import escape
 
-    from assay.builds import prepare
+    from assay.run.prepare import prepare
     from assay.cli.main import judge_options
     from assay.errors import AssayError
 

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from assay.importing import METHODS
+from assay.importer.match import METHODS
 
 
 def import_cmd(
@@ -39,7 +39,7 @@ def import_cmd(
 
     from assay.cli.main import _print_summary_table, console, out
     from assay.errors import ConfigError
-    from assay.import_run import ImportOptions, import_answers
+    from assay.importer.write import ImportOptions, import_answers
 
     if duplicates not in ("refuse", "first", "skip") or ambiguous not in ("refuse", "skip"):
         raise ConfigError("--duplicates takes refuse, first or skip; --ambiguous takes refuse or skip")

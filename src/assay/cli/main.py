@@ -311,7 +311,7 @@ def judges(spec: Annotated[str, typer.Argument(help=JUDGE_HELP)] = DEFAULT_JUDGE
 def export(run_dir: Path, format: Annotated[str, typer.Option("--format", "-f")] = "jsonl",
            output: Annotated[Path | None, typer.Option("--output", "-o")] = None) -> None:
     """Export a run's judgments as JSONL, CSV or Parquet."""
-    from assay.store import RunStore
+    from assay.run.store import RunStore
 
     with RunStore(run_dir, readonly=True) as store:
         path = store.export(output or run_dir / f"judgments.{format}", format)

@@ -27,7 +27,7 @@ def register(app: typer.Typer) -> None:
 def _managed(spec: str, pairs: list[str] | None, cache: Path | None) -> tuple[Any, Any]:
     from assay.cli.main import judge_options
     from assay.judges import ManagedJudge, load_judge
-    from assay.store import RunStore
+    from assay.run.store import RunStore
 
     store = RunStore(cache) if cache is not None else None
     return ManagedJudge(load_judge(spec, **judge_options(pairs)), cache=store), store
@@ -59,7 +59,7 @@ def generate(
     cache: CacheDir = None,
 ) -> None:
     """Have a judge write a rubric for a dataset's task (GER-Eval generation)."""
-    from assay.builds import prepare
+    from assay.run.prepare import prepare
     from assay.cli.main import console, judge_options, out
     from assay.datasets import load_dataset
     from assay.errors import AssayError

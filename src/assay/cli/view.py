@@ -44,7 +44,7 @@ def sections(runs: list[Path]) -> list[Section]:
 def stored_probe(run: Path) -> dict | None:
     """The last ``assay probe`` result a run directory keeps, if any."""
     from assay.probe.run import META_KEY
-    from assay.store import DB_NAME, RunStore
+    from assay.run.store import DB_NAME, RunStore
 
     if not (Path(run) / DB_NAME).exists():
         return None

@@ -17,7 +17,7 @@ from typing import Any
 from assay.errors import ConfigError
 from assay.judges.base import Judge, JudgeIdentity, Message, Request, Response
 from assay.judges.middleware import Ledger, ManagedJudge, PriceTable, RetryPolicy
-from assay.plugins import Registry
+from assay.common.plugins import Registry
 
 __all__ = [
     "DEFAULT_JUDGE", "Judge", "JudgeIdentity", "Ledger", "ManagedJudge", "Message", "PriceTable",

@@ -19,7 +19,7 @@ from typing import Any, Generic, Protocol, TypeVar
 
 from pydantic import BaseModel, ConfigDict
 
-from assay.hashing import content_hash
+from assay.common.hashing import content_hash
 from assay.judges.base import Message, Request, Response
 from assay.types import Usage
 
@@ -52,7 +52,7 @@ class Read(Generic[T]):
 
 
 #: A reader: the judge's response and the request it answered -> what was read. Readers are pure functions
-#: of their arguments (most read ``response.text`` through :func:`assay.echo.own_answer` with the prompt).
+#: of their arguments (most read ``response.text`` through :func:`assay.answers.echo.own_answer` with the prompt).
 Reader = Callable[[Response, Request], Read[Any]]
 
 
@@ -83,7 +83,7 @@ class CallRecord(BaseModel):
 
     Attributes:
         stage: The usage stage (``score``, ``steps``, ``decompose``, ``score-reask``, ...).
-        prompt_sha256: :func:`~assay.hashing.content_hash` of the request's last user message (the question).
+        prompt_sha256: :func:`~assay.common.hashing.content_hash` of the request's last user message (the question).
         answer: The first completion's text, as the judge wrote it.
         error: Why the answer could not be used (None when it was).
         finish: The first completion's finish reason (``stop``, ``length``, ...).

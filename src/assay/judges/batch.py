@@ -34,7 +34,7 @@ from assay.judges.middleware import PriceTable, call_key
 from assay.judges.openai import OpenAIJudge, _to_response
 
 if TYPE_CHECKING:
-    from assay.store import RunStore
+    from assay.run.store import RunStore
 
 #: The endpoint every line of a batch file asks for.
 ENDPOINT = "/v1/chat/completions"

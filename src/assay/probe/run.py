@@ -27,7 +27,7 @@ from assay.probe.offline import (
 )
 from assay.probe.reask import Reasker, injection, order_sensitivity, reference_gap, self_consistency
 from assay.probe.stats import TOKENIZER, token_count
-from assay.store import RunStore
+from assay.run.store import RunStore
 from assay.types import Dimension, Sample
 
 #: Units re-judged per re-asking check when no budget is given.

@@ -63,7 +63,7 @@ def build_view_data(run_dirs: Sequence[str | Path], *, bootstrap: int = 1000, se
 
 
 def _read_run(run_dir: Path) -> dict[str, Any]:
-    from assay.store import RunStore
+    from assay.run.store import RunStore
 
     with RunStore(run_dir, readonly=True) as store:
         manifest = store.manifest() or {}
@@ -80,7 +80,7 @@ def _read_run(run_dir: Path) -> dict[str, Any]:
 
 
 def _hash(text: str) -> str:
-    from assay.hashing import content_hash
+    from assay.common.hashing import content_hash
 
     return content_hash(text)
 

@@ -285,7 +285,7 @@ def test_changed_checklist_does_not_resume(tmp_path):
 def test_reasks_counts_the_alone_pass_and_its_follow_ups_and_the_old_switch_still_works(tmp_path):
     from assay.methods.checkeval.build import BuildSettings
     from assay.methods.checkeval.method import CheckEval
-    from assay.store import RunStore
+    from assay.run.store import RunStore
 
     def answer(req: Request) -> str:
         qs = _questions(req.model_copy(update={"messages": req.messages[:1]}))  # the question, not the follow-up

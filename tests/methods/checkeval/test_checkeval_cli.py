@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 
 from assay.cli.main import app
 from assay.methods.checkeval.checklist import load_checklist, stage_counts
-from assay.store import RunStore
+from assay.run.store import RunStore
 from assay.testing import Behaviour, FakeOpenAIServer
 
 runner = CliRunner()

@@ -11,7 +11,7 @@ import yaml
 import assay
 from assay.datasets import Dataset
 from assay.errors import ConfigError
-from assay.executor import order_units
+from assay.run.executor import order_units
 from assay.judges.base import Request
 from assay.judges.scripted import ScriptedJudge, logprob_response
 from assay.methods import get_method

@@ -17,7 +17,7 @@ from assay.methods.geval.scoring import (
     sampling_estimate,
     weighted_score,
 )
-from assay.parsing import parse_rating
+from assay.answers.parsing import parse_rating
 from assay.types import Scale
 
 L5, L3, L10, BIN = Scale(low=1, high=5), Scale(low=1, high=3), Scale(low=1, high=10), Scale(low=0, high=1)

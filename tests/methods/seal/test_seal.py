@@ -382,7 +382,7 @@ def test_cli_flags_map_onto_the_options():
 def test_old_option_name_is_accepted_recorded_under_the_new_one_and_an_old_run_resumes(tmp_path):
     from assay.cli.options import flags_to_options
     from assay.methods.seal.method import Seal, SealOptions
-    from assay.store import RunStore
+    from assay.run.store import RunStore
 
     assert Seal({"max_reasks": 1}).settings()["reasks"] == 1 and "max_reasks" not in Seal({"max_reasks": 1}).settings()
     assert Seal(flags_to_options(["--max-reasks", "0"], SealOptions, "seal")).options.reasks == 0

@@ -14,7 +14,7 @@ from assay.judges.base import Request
 from assay.judges.scripted import ScriptedJudge
 from assay.methods.seal.paper import NO_REFERENCE, normalised_sha256, paper_prompts
 from assay.methods.seal.units import split_sentences
-from assay.prompts import MATERIAL_NOTE
+from assay.answers.fence import MATERIAL_NOTE
 from published import shared_path
 
 SPLIT_START = "You will be given a source text and a summary."

@@ -39,7 +39,7 @@ from assay.methods.checkeval.checklist import (
     checklist_hash,
     normalise_question,
 )
-from assay.parsing import extract_json
+from assay.answers.parsing import extract_json
 
 FILTER_CRITERIA = ("alignment", "dimension consistency", "redundancy", "style")
 # The elaboration prompt's worked example is from another task; a question copied from it is rejected.

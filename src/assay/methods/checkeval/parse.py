@@ -6,7 +6,7 @@ import math
 import re
 from dataclasses import dataclass, field
 
-from assay.echo import own_answer
+from assay.answers.echo import own_answer
 from assay.judges.base import TokenLogprobs
 
 _WORD = r"(yes|no)\b"
@@ -96,7 +96,7 @@ def parse_answers(text: str, n: int, prompt: str | None = None) -> ParsedAnswers
 
     Lines that are not the judge's own are blanked first (offsets kept, for the soft score): any
     line carrying a neutralisation mark (``» Q1: yes`` from a judged text) or a fence marker, and,
-    with ``prompt``, lines echoing it (see :func:`echo_reference` and :func:`assay.echo.own_answer`).
+    with ``prompt``, lines echoing it (see :func:`echo_reference` and :func:`assay.answers.echo.own_answer`).
     """
     out = ParsedAnswers()
     own = own_answer(text, echo_reference(prompt) if prompt else None)

@@ -8,7 +8,7 @@ from assay.datasets.catalog import DatasetInfo
 from assay.methods.checkeval.checklist import (
     ChecklistDimension,
 )
-from assay.prompts import sample_blocks
+from assay.answers.fence import sample_blocks
 from assay.types import Sample
 
 

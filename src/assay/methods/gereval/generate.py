@@ -25,7 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from assay.datasets import Dataset
 from assay.datasets.catalog import DatasetInfo
 from assay.errors import ConfigError
-from assay.hashing import content_hash
+from assay.common.hashing import content_hash
 from assay.judges.ask import Asked
 from assay.judges.base import Request, schema_text
 from assay.methods.gereval.reprompt import DEFAULT_REASKS, ask_json
@@ -38,7 +38,7 @@ from assay.methods.gereval.rubric import (
     TaskText,
     task_text,
 )
-from assay.prompts import MATERIAL_NOTE, fence
+from assay.answers.fence import MATERIAL_NOTE, fence
 from assay.types import Sample
 
 Condition = Literal["task", "contexts", "contrastive"]

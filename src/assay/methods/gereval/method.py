@@ -21,7 +21,7 @@ from pydantic import Field
 from assay.datasets import Dataset
 from assay.datasets.catalog import DatasetInfo
 from assay.errors import ConfigError
-from assay.hashing import content_hash
+from assay.common.hashing import content_hash
 from assay.judges.base import Request, schema_text
 from assay.methods.base import Method, MethodOptions, RunContext
 from assay.methods.gereval.reprompt import DEFAULT_REASKS, ask_json
@@ -34,8 +34,8 @@ from assay.methods.gereval.rubric import (
     load_rubric,
     task_text,
 )
-from assay.parsing import parse_rating
-from assay.prompts import MATERIAL_NOTE, sample_blocks
+from assay.answers.parsing import parse_rating
+from assay.answers.fence import MATERIAL_NOTE, sample_blocks
 from assay.types import Dimension, Judgment, Sample
 
 

@@ -17,7 +17,7 @@ from pydantic import ValidationError
 
 from assay.judges.ask import Asked, Read, Reader, ask
 from assay.judges.base import Request, Response
-from assay.parsing import extract_json
+from assay.answers.parsing import extract_json
 
 if TYPE_CHECKING:
     from assay.judges.middleware import ManagedJudge
@@ -43,7 +43,7 @@ def check_answer(text: str, validate: Callable[[Any], T], prompt: str | None = N
     """Extract the JSON of the judge's own answer and validate it; return (value, None) or (None, error).
 
     With ``prompt``, JSON on lines that echo it (the format example, a JSON object inside the
-    judged text) is not taken (:func:`assay.parsing.extract_json`).
+    judged text) is not taken (:func:`assay.answers.parsing.extract_json`).
     """
     parsed = extract_json(text, prompt)
     if not parsed.ok:

@@ -55,7 +55,7 @@ def load_runs(paths: list[Path] | list[str]) -> LoadedRuns:
     Raises:
         ConfigError: Fewer than two runs, or no criterion judged by all of them.
     """
-    from assay.store import RunStore
+    from assay.run.store import RunStore
 
     if len(paths) < 2:
         raise ConfigError("rubric transfer needs at least two run directories")

@@ -17,9 +17,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from assay.echo import own_answer
+from assay.answers.echo import own_answer
 from assay.judges.base import TokenLogprobs
-from assay.parsing import Parsed
+from assay.answers.parsing import Parsed
 from assay.types import Scale
 
 
@@ -84,7 +84,7 @@ def find_score_position(positions: Sequence[TokenLogprobs], scale: Scale, label:
     The form ends with ``- Coherence:``, so the first rating piece the judge writes is its
     answer; tokens before it (a space, markup) are skipped. Three refinements keep a weak
     judge's echo of the prompt from being read as its rating: tokens on lines that echo the
-    prompt or the judged text (:func:`assay.echo.own_answer`) are never the rating; when the
+    prompt or the judged text (:func:`assay.answers.echo.own_answer`) are never the rating; when the
     answer restates the form's label (``Coherence:``) on its own lines, the first rating piece
     after it counts; and list numbers (``1. Read the article``) are skipped.
     """

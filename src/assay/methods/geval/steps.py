@@ -9,7 +9,7 @@ import yaml
 
 from assay.datasets.catalog import DatasetInfo
 from assay.errors import ConfigError
-from assay.hashing import content_hash
+from assay.common.hashing import content_hash
 from assay.judges.ask import Read, ask
 from assay.judges.base import Request, Response
 from assay.judges.middleware import ManagedJudge

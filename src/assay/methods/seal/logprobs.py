@@ -17,7 +17,7 @@ from assay.judges.base import TokenLogprobs
 from assay.methods.seal.prompts import Ask, join_parts, rules_block
 from assay.methods.seal.spec import Recipe, SubDimension
 from assay.methods.seal.units import Unit
-from assay.parsing import Parsed
+from assay.answers.parsing import Parsed
 
 #: Top tokens requested at the answer position.
 TOP_K = 20

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from assay.methods.seal.units import first_object, lookup
-from assay.parsing import Parsed
+from assay.answers.parsing import Parsed
 
 _YES = {"1", "yes", "true", "y"}
 _NO = {"0", "no", "false", "n"}

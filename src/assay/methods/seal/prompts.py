@@ -20,7 +20,7 @@ from typing import Any
 from assay.datasets.catalog import DatasetInfo
 from assay.methods.seal.spec import Recipe, SubDimension
 from assay.methods.seal.units import Unit
-from assay.prompts import MATERIAL_NOTE, fence
+from assay.answers.fence import MATERIAL_NOTE, fence
 from assay.types import Sample
 
 #: The scale of the scalar judgment that replaces binary sub-dimension decisions (w/o SV).

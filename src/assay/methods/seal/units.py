@@ -14,8 +14,8 @@ from functools import lru_cache
 from typing import Any
 
 from assay.methods.seal.spec import FactPrompt, SplitPrompt
-from assay.parsing import Parsed, extract_json
-from assay.prompts import MATERIAL_NOTE, fence
+from assay.answers.parsing import Parsed, extract_json
+from assay.answers.fence import MATERIAL_NOTE, fence
 
 #: Id prefixes of monadic facts by the text they come from (the paper's c / r / s of Table 21).
 FACT_PREFIX = {"source": "c", "reference": "r", "output": "s"}
@@ -190,7 +190,7 @@ def validate_facts(raw_items: list[str], text: str, prefix: str, answer: str) ->
 def first_object(answer: str) -> Parsed:
     """The first JSON object in a judge's answer.
 
-    :func:`assay.parsing.extract_json` returns the first decodable JSON value, which may be a stray
+    :func:`assay.answers.parsing.extract_json` returns the first decodable JSON value, which may be a stray
     ``[1]`` in the prose before the answer; SEAL's answers are always objects, so the search starts at
     each ``{`` in turn until one decodes to an object.
     """

@@ -7,7 +7,7 @@ Design (docs/scale.md has the operator's view):
   cloudpickle. Each actor builds its own judge once (an embedded GGUF model loaded once per actor with its thread
   count, or one HTTP client per actor) inside its own :class:`~assay.judges.middleware.ManagedJudge`.
 - Units are handed out in prefix-friendly groups: every unit of one source document goes to one actor
-  (:func:`unit_groups`), in the order :func:`assay.executor.order_units` chose.
+  (:func:`unit_groups`), in the order :func:`assay.run.executor.order_units` chose.
 - Actors never write the store. Each group is a streaming call: the actor yields, as they happen, every answered
   call (key, request, response: the driver writes it to the call cache at once, so a killed driver never pays a
   completed call again), every call's usage (the driver's run ledger, per stage), notes, and each unit's judgment
@@ -35,13 +35,13 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from assay.errors import ConfigError, FatalJudgeError, JudgeError
-from assay.executor import Progress, Unit, default_unit_concurrency, failed_judgment
+from assay.run.executor import Progress, Unit, default_unit_concurrency, failed_judgment
 from assay.judges import Judge, ManagedJudge, PriceTable, RetryPolicy, load_judge
 from assay.judges.ask import attributed
 from assay.judges.base import JudgeIdentity, Request, Response
 from assay.judges.middleware import Ledger, call_key
 from assay.methods.base import Method, RunContext
-from assay.store import RunStore
+from assay.run.store import RunStore
 from assay.types import Judgment, Usage
 
 #: What ``--executor ray`` says when Ray is not installed.
@@ -298,7 +298,7 @@ class JudgeWorker:
 
     @staticmethod
     def _artifact(name: str, text: str) -> str:
-        from assay.hashing import content_hash
+        from assay.common.hashing import content_hash
 
         _emit(("artifact", name, text))
         return content_hash(text)
@@ -517,7 +517,7 @@ async def execute_ray(method: Method, units: list[Unit], ctx: RunContext, store:
                       judge: str | Judge, judge_options: dict[str, Any] | None, concurrency: int | None,
                       retry: RetryPolicy | None, prices: PriceTable | None,
                       on_update: Callable[[Progress], None] | None = None) -> tuple[list[Judgment], Progress]:
-    """Run the units on Ray (see the module docstring), storing each judgment once, like :func:`assay.executor.execute`.
+    """Run the units on Ray (see the module docstring), storing each judgment once, like :func:`assay.run.executor.execute`.
 
     Args:
         judge: The run's judge as given to :func:`assay.evaluate` (a spec string is loaded by each actor).

@@ -1,9 +1,9 @@
 """External judges' answers as assay judgments: field mapping, sample matching and each method's own reader (pure).
 
-``assay import`` (see :mod:`assay.import_run` for the run directory, docs/import.md for the file shapes)
+``assay import`` (see :mod:`assay.importer.write` for the run directory, docs/import.md for the file shapes)
 turns answers a judge already wrote, outside assay, into a run. Nothing here calls a judge or touches a
 file: records are matched to the dataset's samples by fields the user names, and every answer goes
-through the reader and aggregation a live run of the method uses (:func:`assay.parsing.parse_rating`,
+through the reader and aggregation a live run of the method uses (:func:`assay.answers.parsing.parse_rating`,
 G-Eval's :func:`~assay.methods.geval.read_answer`, CheckEval's :func:`~assay.methods.checkeval.parse_answers`
 and :func:`~assay.methods.checkeval.aggregate`, GER-Eval's :func:`~assay.methods.gereval.validate_score`).
 Each reader is given the prompt assay itself would have sent for that sample, so that an answer echoing

@@ -6,7 +6,7 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
-# Marks that assay.prompts puts into judged text: the look-alike guillemets that replace fence
+# Marks that assay.answers.fence puts into judged text: the look-alike guillemets that replace fence
 # markers and the "» " that defuses answer look-alikes. No judge answer of its own carries them.
 NEUTRAL_MARK = "» "
 _FENCE_OPEN, _FENCE_CLOSE = "<<<", ">>>"

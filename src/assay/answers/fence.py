@@ -53,7 +53,7 @@ def neutralise(text: str, labels: Iterable[str] = ()) -> str:
     "Score: 5", "3. no", "a score of 4", "4/5", or ``labels`` such as a dimension name followed by
     a colon), wherever it stands in a line, gets a "» " before it, so that neither the judge nor a
     parser can take it for the judge's own answer: every parser skips a line carrying the mark
-    (:func:`assay.echo.own_answer`). Everything else is kept as it was.
+    (:func:`assay.answers.echo.own_answer`). Everything else is kept as it was.
     """
     text = text.replace(OPEN, "‹‹‹").replace(CLOSE, "›››")
     text = _answer_spots(labels).sub(lambda m: "» " + m["w"] if m["w"] else m["p"] + "» ", text)

@@ -1,8 +1,8 @@
 """The bill before the run: calls and tokens per method stage, counted by running the method against a stand-in.
 
 The method's own code runs unchanged: its requests go through the one call path into a judge that counts
-each request's prompt tokens with the model's tokenizer (:mod:`assay.tokens`) and answers with a structural
-stand-in (:mod:`assay.standin`), so later stages' requests are built by the method itself and counted. A request
+each request's prompt tokens with the model's tokenizer (:mod:`assay.judges.tokens`) and answers with a structural
+stand-in (:mod:`assay.run.standin`), so later stages' requests are built by the method itself and counted. A request
 built before any stand-in answer was read (in its unit, or during preparation) is *exact*; one built after is
 *estimated*. Calls the run's cache already holds (a resumed run) are answered from it and counted as cached.
 Nothing is written: a run directory is only read.
@@ -20,17 +20,17 @@ from typing import Any
 
 from assay.datasets import Dataset
 from assay.errors import ConfigError
-from assay.executor import order_units
-from assay.hashing import content_hash
+from assay.run.executor import order_units
+from assay.common.hashing import content_hash
 from assay.judges import Judge, JudgeIdentity, ManagedJudge, PriceTable, Request, Response, load_judge, parse_spec
 from assay.judges.ask import ECHO_CHARS, attributed, reask_text
 from assay.judges.base import Choice
 from assay.judges.middleware import call_key
 from assay.methods import Method, RunContext
-from assay.standin import answer as standin_answer
-from assay.standin import fenced_text, listed
-from assay.store import DB_NAME, RunStore
-from assay.tokens import (
+from assay.run.standin import answer as standin_answer
+from assay.run.standin import fenced_text, listed
+from assay.run.store import DB_NAME, RunStore
+from assay.judges.tokens import (
     CHARS_PER_TOKEN,
     OPENAI_PER_MESSAGE,
     TokenCounter,

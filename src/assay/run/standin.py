@@ -14,7 +14,7 @@ import re
 from typing import Any
 
 from assay.judges.base import Request
-from assay.prompts import CLOSE, OPEN
+from assay.answers.fence import CLOSE, OPEN
 
 #: G-Eval evaluation steps of a typical length (about 90 tokens: the released prompts' steps are 60-120).
 TYPICAL_STEPS = (

@@ -19,8 +19,8 @@ from assay._version import __version__
 from assay.datasets import load_dataset
 from assay.datasets.readers import read_records
 from assay.errors import ConfigError
-from assay.import_readers import make_reader
-from assay.importing import (
+from assay.importer.readers import make_reader
+from assay.importer.match import (
     Ambiguous,
     Duplicates,
     apply_policy,
@@ -30,7 +30,7 @@ from assay.importing import (
     match_records,
     parse_match,
 )
-from assay.store import RunStore, check_run_dir, fingerprint_diff
+from assay.run.store import RunStore, check_run_dir, fingerprint_diff
 from assay.types import Judgment
 
 

@@ -14,7 +14,7 @@ from typing import Any
 
 from assay.datasets import Dataset
 from assay.errors import ConfigError, InputError
-from assay.importing import answer_texts, as_response, parse_logprobs, plain
+from assay.importer.match import answer_texts, as_response, parse_logprobs, plain
 from assay.types import Dimension, Sample
 
 Read = tuple[float | None, dict[str, Any], str | None]
@@ -64,7 +64,7 @@ class DirectReader(AnswerReader):
 
     def read(self, sample: Sample, rec: dict[str, Any], *, file: str, record: Any) -> Read:
         from assay.methods.direct import build_prompt
-        from assay.parsing import parse_rating
+        from assay.answers.parsing import parse_rating
 
         (text,) = self._texts(rec, file, record)
         prompt = build_prompt(sample, self.dimension, self.dataset.info)
@@ -258,7 +258,7 @@ def make_reader(method: str, dataset: Dataset, dimension: str, answers: str, *, 
     Raises:
         ConfigError: An unknown method, or an option the method does not take.
     """
-    from assay.importing import METHODS
+    from assay.importer.match import METHODS
 
     given = {"--mode": mode, "--logprobs": logprobs, "--checklist": checklist, "--rubric": rubric}
     takes = {"direct": (), "geval": ("--mode", "--logprobs"), "checkeval": ("--checklist",),

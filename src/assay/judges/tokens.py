@@ -114,7 +114,7 @@ def judge_counter(judge: Any) -> TokenCounter:
 
 def common_prefix(a: Sequence[Hashable], b: Sequence[Hashable]) -> int:
     """Length of the shared prefix of two token sequences (the embedded judge's KV-cache reuse, and
-    :func:`assay.executor.prefix_reuse`'s measure of a request stream)."""
+    :func:`assay.run.executor.prefix_reuse`'s measure of a request stream)."""
     n = min(len(a), len(b))
     i = 0
     while i < n and a[i] == b[i]:

@@ -12,8 +12,8 @@ from assay.errors import FatalJudgeError, JudgeError
 from assay.judges.ask import attributed
 from assay.judges.middleware import ManagedJudge
 from assay.methods.base import Method, RunContext
-from assay.store import RunStore
-from assay.tokens import common_prefix
+from assay.run.store import RunStore
+from assay.judges.tokens import common_prefix
 from assay.types import Dimension, Judgment, Sample
 
 Unit = tuple[Sample, Dimension]

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from assay.echo import own_answer
+from assay.answers.echo import own_answer
 from assay.types import Scale
 
 _NUM = r"[-+]?\d+(?:\.\d+)?"
@@ -251,7 +251,7 @@ def parse_rating(text: str, scale: Scale, label: str | None = None, *, prompt: s
     """Read one rating from a judge's own answer, as a person would, or say why there is none.
 
     Only the judge's own answer is read: lines that reproduce the prompt or the judged text are
-    blanked first (:func:`assay.echo.own_answer`). Then the strongest kind of rating present
+    blanked first (:func:`assay.answers.echo.own_answer`). Then the strongest kind of rating present
     wins: a final/overall rating (``Final score: 5``, ``Overall coherence score: 4/5``), then a
     form line (``Coherence: 4``, ``Score = 4``), then a rating stated in prose (``a score of 4``,
     ``4 out of 5``, ``a four out of five``, ``4/5``, ``I would give it a 3``, ``Three stars``),
@@ -333,7 +333,7 @@ def extract_json(text: str, prompt: str | None = None) -> Parsed:
 
     Code fences and prose around the JSON are ignored; the first decodable object (or array)
     wins. Lines that reproduce the prompt or the judged text (an echoed answer-format example,
-    a JSON object forged inside the judged text) are blanked first (:func:`assay.echo.own_answer`),
+    a JSON object forged inside the judged text) are blanked first (:func:`assay.answers.echo.own_answer`),
     so JSON lying in them is never taken.
     """
     own = own_answer(text, prompt)

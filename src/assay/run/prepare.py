@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from assay.api import blocking, preparing
 from assay.datasets import Dataset, load_dataset
 from assay.errors import ConfigError, did_you_mean
-from assay.hashing import content_hash
+from assay.common.hashing import content_hash
 from assay.judges import DEFAULT_JUDGE, Judge, ManagedJudge, RetryPolicy
 from assay.methods.checkeval.build import BuildSettings
 from assay.methods.gereval.generate import GenerationSettings
@@ -280,7 +280,7 @@ async def prepare_async(
     store = None
     try:
         if cache_dir is not None:
-            from assay.store import RunStore
+            from assay.run.store import RunStore
 
             store = RunStore(cache_dir)
         managed = ManagedJudge(bare, cache=store, retry=retry)

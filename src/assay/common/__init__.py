@@ -1,0 +1,1 @@
+"""What every subsystem shares and none owns: plugin registries and content hashes."""
