@@ -22,9 +22,9 @@ import time
 
 import assay
 from assay.datasets import load_dataset
-from assay.run.estimate import estimate_run
 from assay.judges.llamacpp import LlamaCppJudge
 from assay.methods import make_method
+from assay.run.estimate import estimate_run
 from assay.types import Usage
 
 METHODS = ["direct", "geval", "checkeval", "seal"]

@@ -36,12 +36,12 @@ import pandas as pd
 import yaml
 
 import assay
-from assay.run.executor import order_units
 from assay.judges import ManagedJudge
 from assay.meta.correlation import dataset_level, sample_level
 from assay.methods.base import RunContext
 from assay.methods.geval.method import GEval
 from assay.methods.geval.steps import steps_document
+from assay.run.executor import order_units
 from assay.run.store import RunStore
 
 TC_DIMS = ["naturalness", "coherence", "engagingness", "groundedness"]

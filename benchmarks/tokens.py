@@ -38,14 +38,14 @@ from pathlib import Path
 # this too); set before llama.cpp loads, and a value the user exported wins.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
-import assay  # noqa: E402
-from assay.datasets import Dataset  # noqa: E402
-from assay.run.executor import prefix_reuse  # noqa: E402
-from assay.judges.base import Request  # noqa: E402
-from assay.judges.scripted import ScriptedJudge  # noqa: E402
-from assay.methods import make_method  # noqa: E402
-from assay.testing import formatted_answer  # noqa: E402
-from assay.types import Judgment, Usage  # noqa: E402
+import assay
+from assay.datasets import Dataset
+from assay.judges.base import Request
+from assay.judges.scripted import ScriptedJudge
+from assay.methods import make_method
+from assay.run.executor import prefix_reuse
+from assay.testing import formatted_answer
+from assay.types import Judgment, Usage
 
 DIMS = ["coherence", "consistency", "fluency", "relevance"]
 METHODS = ["geval", "checkeval", "seal"]

@@ -10,10 +10,10 @@ import pytest
 
 import assay
 from assay.errors import ConfigError
-from assay.run.estimate import Estimate, call_cost
 from assay.judges import PriceTable
 from assay.judges.base import Request
 from assay.judges.scripted import ScriptedJudge
+from assay.run.estimate import Estimate, call_cost
 from assay.run.standin import answer, checklist_answer, json_answer, middle_rating, schema_answer
 from assay.testing import FakeOpenAIServer
 
@@ -101,10 +101,10 @@ def test_later_stages_are_counted_from_the_methods_own_requests_and_marked_estim
 async def test_a_prompt_listing_a_stand_ins_units_is_estimated_even_without_a_call_in_its_unit():
     """A later dimension reads units decomposed in another unit (SEAL shares stage 1) without a call of its
     own; its prompts list stand-in units, so they are estimated. The judged text alone is no such listing."""
-    from assay.run.estimate import CountingJudge, _scoped
-    from assay.judges import JudgeIdentity
     from assay.answers.fence import fence
+    from assay.judges import JudgeIdentity
     from assay.judges.tokens import approximate
+    from assay.run.estimate import CountingJudge, _scoped
 
     text = "The cat sat on the mat. It was happy there. Then it left the house."
     judge = CountingJudge(JudgeIdentity(backend="openai", model="m"), True, approximate("test"), None)
@@ -159,8 +159,8 @@ def test_an_estimate_refuses_a_run_directory_with_other_settings(summeval, tmp_p
 
 
 def test_a_stated_reask_rate_adds_estimated_rows(summeval):
-    from assay.run.estimate import estimate_run
     from assay.methods import make_method
+    from assay.run.estimate import estimate_run
 
     data = summeval.select(docs=1, limit=2)
     args = (make_method("direct"), data, data.dimensions(["coherence"]), f"openai:m@{closed_port_url()}")

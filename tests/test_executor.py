@@ -10,12 +10,12 @@ import pytest
 
 from assay.datasets import Dataset
 from assay.errors import FatalJudgeError, TransientJudgeError
-from assay.run.executor import Progress, execute, order_units
 from assay.judges.ask import ask
 from assay.judges.base import Request
 from assay.judges.middleware import ManagedJudge, RetryPolicy
 from assay.judges.scripted import ScriptedJudge
 from assay.methods.base import Method, RunContext
+from assay.run.executor import Progress, execute, order_units
 from assay.run.store import RunStore
 from assay.types import Dimension, Judgment, Sample
 

@@ -12,6 +12,7 @@ import pandas as pd
 import pytest
 
 import assay
+from assay.answers.parsing import parse_rating
 from assay.errors import ConfigError, InputError
 from assay.importer.readers import make_reader
 from assay.importer.write import ImportOptions, import_answers
@@ -21,7 +22,6 @@ from assay.meta.inputs import load_scores, read_run
 from assay.methods import direct
 from assay.methods.checkeval import parse as checkeval
 from assay.methods.geval import prompts as geval
-from assay.answers.parsing import parse_rating
 from assay.run.store import RunStore
 
 DIMENSION = "coherence"

@@ -6,8 +6,8 @@ import pytest
 
 import assay
 from assay import api
-from assay.run.executor import order_units, prefix_reuse, text_tokens
 from assay.judges.scripted import ScriptedJudge
+from assay.run.executor import order_units, prefix_reuse, text_tokens
 from assay.testing import formatted_answer
 
 FACTS_INTRO = "You will rewrite a text as a list of monadic facts."

@@ -12,8 +12,8 @@ import pytest
 
 import assay
 import assay.judges
-from assay.errors import ConfigError
 from assay.common.hashing import content_hash
+from assay.errors import ConfigError
 from assay.judges.base import Request
 from assay.judges.scripted import ScriptedJudge
 from assay.methods.checkeval.checklist import checklist_hash, load_checklist

@@ -6,13 +6,13 @@ import random
 
 import pytest
 
+from assay.answers.fence import fence, neutralise
+from assay.answers.parsing import extract_json, parse_rating
 from assay.cli.options import flags_to_options
 from assay.errors import ConfigError
 from assay.judges import parse_spec
 from assay.judges.middleware import RetryPolicy
 from assay.methods.direct import DirectOptions, build_prompt
-from assay.answers.parsing import extract_json, parse_rating
-from assay.answers.fence import fence, neutralise
 from assay.types import Scale
 
 L5, L3, CONT = Scale(low=1, high=5), Scale(low=1, high=3), Scale(low=0, high=1, integer=False)

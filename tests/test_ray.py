@@ -19,8 +19,8 @@ import pytest
 import assay
 from assay.datasets import load_dataset
 from assay.errors import ConfigError
-from assay.run.executor import order_units
 from assay.judges.scripted import ScriptedJudge
+from assay.run.executor import order_units
 from assay.run.ray_executor import (
     INSTALL_HINT,
     RaySettings,

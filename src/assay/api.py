@@ -13,11 +13,9 @@ from pathlib import Path
 from typing import Any, ParamSpec, TypeVar
 
 from assay._version import __version__
+from assay.common.hashing import content_hash
 from assay.datasets import Dataset, load_dataset
 from assay.errors import ConfigError, did_you_mean
-from assay.run.estimate import Estimate, estimate_run
-from assay.run.executor import Progress, default_unit_concurrency, execute, order_units
-from assay.common.hashing import content_hash
 from assay.judges import DEFAULT_JUDGE, Judge, JudgeIdentity, ManagedJudge, PriceTable, RetryPolicy, load_judge
 from assay.judges.ask import ask
 from assay.judges.base import Request, Response
@@ -32,6 +30,8 @@ from assay.judges.batch import (
     WAIT_S as BATCH_WAIT_S,
 )
 from assay.methods import Method, RunContext, make_method
+from assay.run.estimate import Estimate, estimate_run
+from assay.run.executor import Progress, default_unit_concurrency, execute, order_units
 from assay.run.ray_executor import execute_ray, import_ray, parse_executor, ray_settings_for
 from assay.run.store import RunStore, check_run_dir
 from assay.types import Dimension, Judgment, Sample, Usage

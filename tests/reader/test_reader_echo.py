@@ -9,11 +9,11 @@ import pytest
 
 import assay
 from assay.answers.echo import own_answer
+from assay.answers.fence import MATERIAL_NOTE, fence, neutralise, sample_blocks
+from assay.answers.parsing import extract_json, parse_choice, parse_rating
 from assay.judges.base import Request
 from assay.judges.scripted import ScriptedJudge, logprob_response
 from assay.methods.checkeval.parse import parse_answers
-from assay.answers.parsing import extract_json, parse_choice, parse_rating
-from assay.answers.fence import MATERIAL_NOTE, fence, neutralise, sample_blocks
 from assay.types import Scale
 
 L5 = Scale(low=1, high=5)

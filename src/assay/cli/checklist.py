@@ -132,8 +132,8 @@ def build(
     """Grow a seed checklist with CheckEval's augmentation and filtering, and write it as YAML."""
     from rich.markup import escape
 
-    from assay.run.prepare import prepare
     from assay.cli.main import judge_options
+    from assay.run.prepare import prepare
 
     console, out = _consoles()
     options = {"seeds": seeds, "name": name, "style": style, "filter": not no_filter, "temperature": temperature,

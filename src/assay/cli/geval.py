@@ -33,9 +33,9 @@ def steps(
     from rich.console import Console
     from rich.markup import escape
 
-    from assay.run.prepare import prepare
     from assay.cli.main import judge_options
     from assay.errors import AssayError
+    from assay.run.prepare import prepare
 
     console = Console(stderr=True, emoji=False)
     with console.status(f"writing steps with {escape(judge)}") as spinner:

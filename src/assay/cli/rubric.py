@@ -59,11 +59,11 @@ def generate(
     cache: CacheDir = None,
 ) -> None:
     """Have a judge write a rubric for a dataset's task (GER-Eval generation)."""
-    from assay.run.prepare import prepare
     from assay.cli.main import console, judge_options, out
     from assay.datasets import load_dataset
     from assay.errors import AssayError
     from assay.methods.gereval.rubric import task_text
+    from assay.run.prepare import prepare
 
     options = {"condition": condition, "k": k, "seed": seed, "temperature": temperature, "top_p": top_p,
                "max_tokens": max_tokens, "instruction_max_tokens": instruction_max_tokens, "reasks": reasks,

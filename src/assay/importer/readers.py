@@ -63,8 +63,8 @@ class DirectReader(AnswerReader):
     method = "direct"
 
     def read(self, sample: Sample, rec: dict[str, Any], *, file: str, record: Any) -> Read:
-        from assay.methods.direct import build_prompt
         from assay.answers.parsing import parse_rating
+        from assay.methods.direct import build_prompt
 
         (text,) = self._texts(rec, file, record)
         prompt = build_prompt(sample, self.dimension, self.dataset.info)

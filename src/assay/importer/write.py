@@ -19,7 +19,6 @@ from assay._version import __version__
 from assay.datasets import load_dataset
 from assay.datasets.readers import read_records
 from assay.errors import ConfigError
-from assay.importer.readers import make_reader
 from assay.importer.match import (
     Ambiguous,
     Duplicates,
@@ -30,6 +29,7 @@ from assay.importer.match import (
     match_records,
     parse_match,
 )
+from assay.importer.readers import make_reader
 from assay.run.store import RunStore, check_run_dir, fingerprint_diff
 from assay.types import Judgment
 

@@ -14,10 +14,10 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from assay.common.plugins import Registry
 from assay.errors import ConfigError
 from assay.judges.base import Judge, JudgeIdentity, Message, Request, Response
 from assay.judges.middleware import Ledger, ManagedJudge, PriceTable, RetryPolicy
-from assay.common.plugins import Registry
 
 __all__ = [
     "DEFAULT_JUDGE", "Judge", "JudgeIdentity", "Ledger", "ManagedJudge", "Message", "PriceTable",

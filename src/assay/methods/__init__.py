@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from assay.common.plugins import Registry
 from assay.errors import ConfigError
 from assay.methods.base import Method, MethodOptions, RunContext
-from assay.common.plugins import Registry
 
 __all__ = ["Method", "MethodOptions", "RunContext", "get_method", "make_method", "method_names"]
 

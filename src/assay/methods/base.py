@@ -10,9 +10,9 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, model_validator
 
+from assay.common.hashing import content_hash
 from assay.datasets import Dataset
 from assay.errors import ConfigError
-from assay.common.hashing import content_hash
 from assay.judges.ask import current_usage
 from assay.judges.middleware import ManagedJudge
 from assay.types import Dimension, Judgment, Sample, Usage

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from pydantic import Field
 
+from assay.answers.fence import MATERIAL_NOTE, sample_blocks
+from assay.answers.parsing import Parsed, parse_rating
 from assay.datasets.catalog import DatasetInfo
 from assay.judges.ask import Read, ask
 from assay.judges.base import Request, Response
 from assay.methods.base import Method, MethodOptions, RunContext
-from assay.answers.parsing import Parsed, parse_rating
-from assay.answers.fence import MATERIAL_NOTE, sample_blocks
 from assay.types import Dimension, Judgment, Sample
 
 

@@ -18,18 +18,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from assay.common.hashing import content_hash
 from assay.datasets import Dataset
 from assay.errors import ConfigError
-from assay.run.executor import order_units
-from assay.common.hashing import content_hash
 from assay.judges import Judge, JudgeIdentity, ManagedJudge, PriceTable, Request, Response, load_judge, parse_spec
 from assay.judges.ask import ECHO_CHARS, attributed, reask_text
 from assay.judges.base import Choice
 from assay.judges.middleware import call_key
-from assay.methods import Method, RunContext
-from assay.run.standin import answer as standin_answer
-from assay.run.standin import fenced_text, listed
-from assay.run.store import DB_NAME, RunStore
 from assay.judges.tokens import (
     CHARS_PER_TOKEN,
     OPENAI_PER_MESSAGE,
@@ -39,6 +34,11 @@ from assay.judges.tokens import (
     judge_counter,
     tiktoken_counter,
 )
+from assay.methods import Method, RunContext
+from assay.run.executor import order_units
+from assay.run.standin import answer as standin_answer
+from assay.run.standin import fenced_text, listed
+from assay.run.store import DB_NAME, RunStore
 from assay.types import Dimension, Sample
 
 #: Yields before a stand-in answer: requests that a method sends together (``asyncio.gather``) are all

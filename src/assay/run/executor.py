@@ -11,9 +11,9 @@ from dataclasses import dataclass, field
 from assay.errors import FatalJudgeError, JudgeError
 from assay.judges.ask import attributed
 from assay.judges.middleware import ManagedJudge
+from assay.judges.tokens import common_prefix
 from assay.methods.base import Method, RunContext
 from assay.run.store import RunStore
-from assay.judges.tokens import common_prefix
 from assay.types import Dimension, Judgment, Sample
 
 Unit = tuple[Sample, Dimension]

@@ -35,12 +35,12 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from assay.errors import ConfigError, FatalJudgeError, JudgeError
-from assay.run.executor import Progress, Unit, default_unit_concurrency, failed_judgment
 from assay.judges import Judge, ManagedJudge, PriceTable, RetryPolicy, load_judge
 from assay.judges.ask import attributed
 from assay.judges.base import JudgeIdentity, Request, Response
 from assay.judges.middleware import Ledger, call_key
 from assay.methods.base import Method, RunContext
+from assay.run.executor import Progress, Unit, default_unit_concurrency, failed_judgment
 from assay.run.store import RunStore
 from assay.types import Judgment, Usage
 

@@ -13,8 +13,8 @@ import json
 import re
 from typing import Any
 
-from assay.judges.base import Request
 from assay.answers.fence import CLOSE, OPEN
+from assay.judges.base import Request
 
 #: G-Eval evaluation steps of a typical length (about 90 tokens: the released prompts' steps are 60-120).
 TYPICAL_STEPS = (

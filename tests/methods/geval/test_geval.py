@@ -11,13 +11,13 @@ import yaml
 import assay
 from assay.datasets import Dataset
 from assay.errors import ConfigError
-from assay.run.executor import order_units
 from assay.judges.base import Request
 from assay.judges.scripted import ScriptedJudge, logprob_response
 from assay.methods import get_method
 from assay.methods.geval.method import GEval, GEvalOptions, resolve_mode, top_up_requests
 from assay.methods.geval.prompts import build_prompt, form_label, task_criteria
 from assay.methods.geval.steps import build_steps_prompt, load_steps_document, parse_steps, steps_document
+from assay.run.executor import order_units
 from assay.types import Dimension, Scale
 
 STEPS_ANSWER = "1. Read the conversation.\n2. Read the response.\n3. Assign a score from the criteria."

@@ -10,12 +10,12 @@ import pytest
 import yaml
 
 import assay
+from assay.answers.fence import MATERIAL_NOTE
 from assay.datasets import Dataset
 from assay.errors import ConfigError, InputError
 from assay.judges.scripted import ScriptedJudge
 from assay.methods.geval.method import GEvalOptions
 from assay.methods.geval.paper import build_paper_prompt, paper_prompt, released_steps
-from assay.answers.fence import MATERIAL_NOTE
 from published import published_dir
 
 PAPER = resources.files("assay.methods.geval").joinpath("paper_prompts")

@@ -6,6 +6,7 @@ import math
 
 import pytest
 
+from assay.answers.parsing import parse_rating
 from assay.judges.base import TokenLogprobs, TopToken
 from assay.methods.geval.scoring import (
     find_score_position,
@@ -17,7 +18,6 @@ from assay.methods.geval.scoring import (
     sampling_estimate,
     weighted_score,
 )
-from assay.answers.parsing import parse_rating
 from assay.types import Scale
 
 L5, L3, L10, BIN = Scale(low=1, high=5), Scale(low=1, high=3), Scale(low=1, high=10), Scale(low=0, high=1)

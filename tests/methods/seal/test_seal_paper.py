@@ -10,11 +10,11 @@ import re
 from collections import Counter
 
 import assay
+from assay.answers.fence import MATERIAL_NOTE
 from assay.judges.base import Request
 from assay.judges.scripted import ScriptedJudge
 from assay.methods.seal.paper import NO_REFERENCE, normalised_sha256, paper_prompts
 from assay.methods.seal.units import split_sentences
-from assay.answers.fence import MATERIAL_NOTE
 from published import shared_path
 
 SPLIT_START = "You will be given a source text and a summary."

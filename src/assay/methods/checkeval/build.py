@@ -23,6 +23,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import ConfigDict, Field
 
+from assay.answers.parsing import extract_json
 from assay.datasets.catalog import DatasetInfo
 from assay.errors import ConfigError
 from assay.judges.ask import Read, ask
@@ -39,7 +40,6 @@ from assay.methods.checkeval.checklist import (
     checklist_hash,
     normalise_question,
 )
-from assay.answers.parsing import extract_json
 
 FILTER_CRITERIA = ("alignment", "dimension consistency", "redundancy", "style")
 # The elaboration prompt's worked example is from another task; a question copied from it is rejected.

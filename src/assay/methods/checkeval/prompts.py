@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from assay.answers.fence import sample_blocks
 from assay.datasets.catalog import DatasetInfo
 from assay.methods.checkeval.checklist import (
     ChecklistDimension,
 )
-from assay.answers.fence import sample_blocks
 from assay.types import Sample
 
 

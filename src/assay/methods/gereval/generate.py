@@ -22,10 +22,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from assay.answers.fence import MATERIAL_NOTE, fence
+from assay.common.hashing import content_hash
 from assay.datasets import Dataset
 from assay.datasets.catalog import DatasetInfo
 from assay.errors import ConfigError
-from assay.common.hashing import content_hash
 from assay.judges.ask import Asked
 from assay.judges.base import Request, schema_text
 from assay.methods.gereval.reprompt import DEFAULT_REASKS, ask_json
@@ -38,7 +39,6 @@ from assay.methods.gereval.rubric import (
     TaskText,
     task_text,
 )
-from assay.answers.fence import MATERIAL_NOTE, fence
 from assay.types import Sample
 
 Condition = Literal["task", "contexts", "contrastive"]

@@ -18,10 +18,12 @@ from typing import Any
 
 from pydantic import Field
 
+from assay.answers.fence import MATERIAL_NOTE, sample_blocks
+from assay.answers.parsing import parse_rating
+from assay.common.hashing import content_hash
 from assay.datasets import Dataset
 from assay.datasets.catalog import DatasetInfo
 from assay.errors import ConfigError
-from assay.common.hashing import content_hash
 from assay.judges.base import Request, schema_text
 from assay.methods.base import Method, MethodOptions, RunContext
 from assay.methods.gereval.reprompt import DEFAULT_REASKS, ask_json
@@ -34,8 +36,6 @@ from assay.methods.gereval.rubric import (
     load_rubric,
     task_text,
 )
-from assay.answers.parsing import parse_rating
-from assay.answers.fence import MATERIAL_NOTE, sample_blocks
 from assay.types import Dimension, Judgment, Sample
 
 

@@ -15,9 +15,9 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import ValidationError
 
+from assay.answers.parsing import extract_json
 from assay.judges.ask import Asked, Read, Reader, ask
 from assay.judges.base import Request, Response
-from assay.answers.parsing import extract_json
 
 if TYPE_CHECKING:
     from assay.judges.middleware import ManagedJudge

@@ -28,8 +28,9 @@ from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
-from assay.errors import ConfigError
+from assay.answers.parsing import parse_rating
 from assay.common.hashing import content_hash
+from assay.errors import ConfigError
 from assay.judges.ask import ask
 from assay.judges.base import Request, Response
 from assay.methods.base import Method, MethodOptions, RunContext
@@ -48,7 +49,6 @@ from assay.methods.geval.steps import (
     steps_document,
 )
 from assay.methods.presets import apply_preset
-from assay.answers.parsing import parse_rating
 from assay.types import Dimension, Judgment, Sample
 
 MAX_TOP_LOGPROBS = 20  # the most any supported backend returns (OpenAI's limit; Request enforces it)

@@ -19,10 +19,10 @@ from importlib import resources
 
 import yaml
 
+from assay.answers.fence import MATERIAL_NOTE, fence
+from assay.common.hashing import content_hash
 from assay.datasets.catalog import CATALOG, DatasetInfo, card_of
 from assay.errors import ConfigError, InputError
-from assay.common.hashing import content_hash
-from assay.answers.fence import MATERIAL_NOTE, fence
 from assay.types import Dimension, Sample, Scale
 
 PAPER_DIR = "paper_prompts"  # a dataset's card names its file (``artifacts.geval_paper``)

@@ -9,10 +9,10 @@ from typing import Any
 
 import yaml
 
+from assay.answers.fence import sample_blocks
+from assay.common.hashing import content_hash
 from assay.datasets.catalog import DatasetInfo
 from assay.errors import ConfigError, did_you_mean
-from assay.common.hashing import content_hash
-from assay.answers.fence import sample_blocks
 from assay.types import Dimension, Sample
 
 CRITERIA_FORMAT = "assay.geval.criteria/1"

@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from assay.answers.echo import own_answer
-from assay.judges.base import TokenLogprobs
 from assay.answers.parsing import Parsed
+from assay.judges.base import TokenLogprobs
 from assay.types import Scale
 
 

@@ -7,9 +7,9 @@ from typing import Any
 
 import yaml
 
+from assay.common.hashing import content_hash
 from assay.datasets.catalog import DatasetInfo
 from assay.errors import ConfigError
-from assay.common.hashing import content_hash
 from assay.judges.ask import Read, ask
 from assay.judges.base import Request, Response
 from assay.judges.middleware import ManagedJudge

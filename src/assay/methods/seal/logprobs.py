@@ -13,11 +13,11 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from assay.answers.parsing import Parsed
 from assay.judges.base import TokenLogprobs
 from assay.methods.seal.prompts import Ask, join_parts, rules_block
 from assay.methods.seal.spec import Recipe, SubDimension
 from assay.methods.seal.units import Unit
-from assay.answers.parsing import Parsed
 
 #: Top tokens requested at the answer position.
 TOP_K = 20

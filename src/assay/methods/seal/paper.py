@@ -17,9 +17,9 @@ from typing import Any
 
 import yaml
 
-from assay.methods.seal.units import FACT_PREFIX, json_list, parse_split, validate_facts
-from assay.answers.parsing import Parsed
 from assay.answers.fence import MATERIAL_NOTE, fence
+from assay.answers.parsing import Parsed
+from assay.methods.seal.units import FACT_PREFIX, json_list, parse_split, validate_facts
 
 #: What ``--preset paper`` sets, unless the option is given explicitly.
 PAPER_PRESET: dict[str, Any] = {"sentence_splitter": "llm", "decomposition": "joint", "temperature": 0.0}

@@ -12,8 +12,8 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from assay.methods.seal.units import first_object, lookup
 from assay.answers.parsing import Parsed
+from assay.methods.seal.units import first_object, lookup
 
 _YES = {"1", "yes", "true", "y"}
 _NO = {"0", "no", "false", "n"}

@@ -17,10 +17,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from assay.answers.fence import MATERIAL_NOTE, fence
 from assay.datasets.catalog import DatasetInfo
 from assay.methods.seal.spec import Recipe, SubDimension
 from assay.methods.seal.units import Unit
-from assay.answers.fence import MATERIAL_NOTE, fence
 from assay.types import Sample
 
 #: The scale of the scalar judgment that replaces binary sub-dimension decisions (w/o SV).

@@ -13,6 +13,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Protocol
 
 from assay.answers.echo import own_answer
+from assay.answers.fence import fence
+from assay.answers.parsing import Parsed
 from assay.judges.ask import Asked, Read, Reader
 from assay.judges.ask import ask as ask_call
 from assay.judges.base import Message, Request, Response, schema_text
@@ -52,8 +54,6 @@ from assay.methods.seal.prompts import (
 )
 from assay.methods.seal.spec import Recipe
 from assay.methods.seal.units import Unit, adjacent_pairs, fine_grained, sentence_units, whole_unit
-from assay.answers.parsing import Parsed
-from assay.answers.fence import fence
 from assay.types import Dimension, Sample, Usage
 
 

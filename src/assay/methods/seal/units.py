@@ -13,9 +13,9 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from assay.methods.seal.spec import FactPrompt, SplitPrompt
-from assay.answers.parsing import Parsed, extract_json
 from assay.answers.fence import MATERIAL_NOTE, fence
+from assay.answers.parsing import Parsed, extract_json
+from assay.methods.seal.spec import FactPrompt, SplitPrompt
 
 #: Id prefixes of monadic facts by the text they come from (the paper's c / r / s of Table 21).
 FACT_PREFIX = {"source": "c", "reference": "r", "output": "s"}
