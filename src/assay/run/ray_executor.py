@@ -517,7 +517,8 @@ async def execute_ray(method: Method, units: list[Unit], ctx: RunContext, store:
                       judge: str | Judge, judge_options: dict[str, Any] | None, concurrency: int | None,
                       retry: RetryPolicy | None, prices: PriceTable | None,
                       on_update: Callable[[Progress], None] | None = None) -> tuple[list[Judgment], Progress]:
-    """Run the units on Ray (see the module docstring), storing each judgment once, like :func:`assay.run.executor.execute`.
+    """Run the units on Ray (see the module docstring), storing each judgment once, like
+    :func:`assay.run.executor.execute`.
 
     Args:
         judge: The run's judge as given to :func:`assay.evaluate` (a spec string is loaded by each actor).
