@@ -25,6 +25,7 @@ from assay.datasets import load_dataset
 from assay.judges.llamacpp import LlamaCppJudge
 from assay.methods import make_method
 from assay.run.estimate import estimate_run
+from assay.run.session import RunPlan
 from assay.types import Usage
 
 METHODS = ["direct", "geval", "checkeval", "seal"]
@@ -54,8 +55,8 @@ def compare(method: str, kw: dict, judge: LlamaCppJudge) -> list[tuple]:
     if extra > 0 and total[0]:  # the real judge re-asked: what the estimate gives at that rate, stated
         rate = extra / total[0]
         data = load_dataset(kw["data"]).select(docs=kw["docs"], limit=kw["limit"])
-        at_rate = asyncio.run(estimate_run(make_method(method), data, data.dimensions(kw["dimensions"]),
-                                           "llamacpp:smollm2", reask_rate=rate)).total()
+        plan = RunPlan(make_method(method), data, data.dimensions(kw["dimensions"]))
+        at_rate = asyncio.run(estimate_run(plan, "llamacpp:smollm2", reask_rate=rate)).total()
         rows.append((f"@rate {rate:.2f}", "", at_rate.calls, total[1], at_rate.prompt_tokens, total[3],
                      at_rate.completion_tokens, total[5]))
     print(f"\n{method}: real run {seconds:.0f} s, load average {os.getloadavg()[0]:.1f}; tokenizer {est.tokenizer}")

@@ -161,9 +161,10 @@ def test_an_estimate_refuses_a_run_directory_with_other_settings(summeval, tmp_p
 def test_a_stated_reask_rate_adds_estimated_rows(summeval):
     from assay.methods import make_method
     from assay.run.estimate import estimate_run
+    from assay.run.session import RunPlan
 
     data = summeval.select(docs=1, limit=2)
-    args = (make_method("direct"), data, data.dimensions(["coherence"]), f"openai:m@{closed_port_url()}")
+    args = (RunPlan(make_method("direct"), data, data.dimensions(["coherence"])), f"openai:m@{closed_port_url()}")
     plain = asyncio.run(estimate_run(*args))
     est = asyncio.run(estimate_run(*args, reask_rate=0.5))
     score, reasks = stage(est, "score"), stage(est, "score (re-asks)")

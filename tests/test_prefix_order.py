@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 import assay
-from assay import api
 from assay.judges.scripted import ScriptedJudge
+from assay.run import session
 from assay.run.executor import order_units, prefix_reuse, text_tokens
 from assay.testing import formatted_answer
 
@@ -31,7 +31,7 @@ def reuse(monkeypatch, method: str, by: str, options: dict | None = None) -> tup
         asked.append(kw["by"])
         return order_units(samples, dimensions, done, by=by)
 
-    monkeypatch.setattr(api, "order_units", forced)
+    monkeypatch.setattr(session, "order_units", forced)
     ds = assay.load_dataset("summeval").select(docs=1, limit=4)
     judge = ScriptedJudge(formatted_answer)
     assay.evaluate(ds, method=method, judge=judge, concurrency=1, options=options or {})

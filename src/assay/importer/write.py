@@ -30,6 +30,7 @@ from assay.importer.match import (
     parse_match,
 )
 from assay.importer.readers import make_reader
+from assay.run.session import fingerprint as run_fingerprint
 from assay.run.store import RunStore, check_run_dir, fingerprint_diff
 from assay.types import Judgment
 
@@ -124,10 +125,7 @@ def import_answers(path: str | Path, options: ImportOptions, run_dir: str | Path
     entry = {"file": str(path.resolve()), "sha256": sha, "mapping": options.mapping(), "judge_name": identity.label,
              "method": reader.method, "counts": counts, "notes": notes,
              "imported_at": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
-    fingerprint = {"method": reader.method, "method_settings": reader.settings(),
-                   "judge": identity.model_dump(mode="json"),
-                   "dataset": {"name": dataset.name, "sha256": dataset.sha256},
-                   "dimensions": [reader.dimension.model_dump(mode="json")]}
+    fingerprint = run_fingerprint(reader.method, reader.settings(), identity, dataset, [reader.dimension])
     with RunStore(run_dir) as store:
         old = store.manifest()
         outcome = plan_import(old, fingerprint, reader.dimension.name, entry, run_dir)

@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Any
 
 from assay._version import __version__
-from assay.api import _detect_capabilities
 from assay.datasets import Dataset, load_dataset
 from assay.errors import AssayError, ConfigError, did_you_mean
 from assay.judges import Judge, ManagedJudge, RetryPolicy, load_judge
@@ -27,6 +26,7 @@ from assay.probe.offline import (
 )
 from assay.probe.reask import Reasker, injection, order_sensitivity, reference_gap, self_consistency
 from assay.probe.stats import TOKENIZER, token_count
+from assay.run.session import detect_capabilities
 from assay.run.store import RunStore
 from assay.types import Dimension, Sample
 
@@ -218,7 +218,7 @@ async def _reask(run_dir: Path, manifest: dict[str, Any], dims: list[Dimension],
     data = replace(data, samples=list(texts.values()), pool=data.all_samples)
     try:
         with RunStore(run_dir) as store:
-            await _detect_capabilities(bare, store, None)  # the run's recorded answer: no call
+            await detect_capabilities(bare, store, None)  # the run's recorded answer: no call
             managed = ManagedJudge(bare, cache=store, retry=RetryPolicy())
             ctx = RunContext(dataset=data, dimensions=dims, judge=managed,
                              note=lambda kind, msg: notes.setdefault(f"{kind}: {msg}", 0))

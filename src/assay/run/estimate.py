@@ -11,7 +11,7 @@ Nothing is written: a run directory is only read.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import Any
 
 from assay.common.hashing import content_hash
-from assay.datasets import Dataset
 from assay.errors import ConfigError
 from assay.judges import Judge, JudgeIdentity, ManagedJudge, PriceTable, Request, Response, load_judge, parse_spec
 from assay.judges.ask import ECHO_CHARS, attributed, reask_text
@@ -34,12 +33,13 @@ from assay.judges.tokens import (
     judge_counter,
     tiktoken_counter,
 )
-from assay.methods import Method, RunContext
+from assay.methods import RunContext
 from assay.run.executor import order_units
+from assay.run.session import RunPlan
 from assay.run.standin import answer as standin_answer
 from assay.run.standin import fenced_text, listed
 from assay.run.store import DB_NAME, RunStore
-from assay.types import Dimension, Sample
+from assay.types import Sample
 
 #: Yields before a stand-in answer: requests that a method sends together (``asyncio.gather``) are all
 #: recorded before any of them is answered, so none is taken for one built from a sibling's answer.
@@ -296,12 +296,11 @@ async def judge_for_estimate(judge: str | Judge, options: dict[str, Any],
 # -- the estimate --------------------------------------------------------------------------------------------------
 
 
-async def estimate_run(meth: Method, dataset: Dataset, dims: list[Dimension], judge: str | Judge, *,
-                       judge_options: dict[str, Any] | None = None, run_dir: str | Path | None = None,
-                       prices: PriceTable | None = None, reask_rate: float = 0.0,
-                       batch: bool = False,
-                       fingerprint: Callable[[JudgeIdentity], dict[str, Any]] | None = None) -> Estimate:
-    """Count what a run of ``meth`` over ``dataset`` x ``dims`` with ``judge`` would send, without sending it.
+async def estimate_run(plan: RunPlan, judge: str | Judge, *, judge_options: dict[str, Any] | None = None,
+                       run_dir: str | Path | None = None, prices: PriceTable | None = None, reask_rate: float = 0.0,
+                       batch: bool = False) -> Estimate:
+    """Count what a run of ``plan`` (its method over its dataset x dimensions) with ``judge`` would send, without
+    sending it.
 
     The method runs as a fresh instance with the same options, so that nothing built from stand-in answers
     (G-Eval's steps, SEAL's shared units) is left in ``meth`` for a real run to reuse.
@@ -313,20 +312,21 @@ async def estimate_run(meth: Method, dataset: Dataset, dims: list[Dimension], ju
         reask_rate: Re-asks per paid call to add to each stage (the stand-ins' answers are all readable, so the
             method itself re-asks nothing).
         batch: Price at the batch discount (see :func:`call_cost`).
-        fingerprint: The run's fingerprint for a judge identity: a run directory holding another run is refused,
-            as the run itself would refuse it.
+        A run directory holding another run (another fingerprint) is refused, as the run itself would refuse it.
     """
     if not 0.0 <= reask_rate <= 10.0:
         raise ConfigError(f"the re-ask rate must be between 0 and 10 per call, not {reask_rate}")
-    meth = type(meth)(meth.options)  # a fresh instance: nothing a stand-in wrote (steps, units) stays in the caller's
+    dataset, dims = plan.dataset, plan.dimensions
+    # a fresh instance: nothing a stand-in wrote (steps, units) stays in the caller's
+    meth = type(plan.method)(plan.method.options)
     store = _open_readonly(run_dir)
     try:
         manifest = store.manifest() if store is not None else None
         identity, logprobs, counter, assumptions = await judge_for_estimate(judge, judge_options or {}, manifest)
         if prices is not None:
             prices.check_covers(identity.model)
-        if store is not None and fingerprint is not None:
-            store.check(fingerprint(identity), before_prepare=True)
+        if store is not None:
+            store.check(plan.fingerprint(identity), before_prepare=True)
         counting = CountingJudge(identity, logprobs, counter, store)
         notes: list[tuple[str, str]] = []
         ctx = RunContext(dataset=dataset, dimensions=dims, judge=counting, note=lambda k, m: notes.append((k, m)),

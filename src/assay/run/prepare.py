@@ -15,13 +15,13 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from assay.api import blocking, preparing
 from assay.common.hashing import content_hash
 from assay.datasets import Dataset, load_dataset
 from assay.errors import ConfigError, did_you_mean
 from assay.judges import DEFAULT_JUDGE, Judge, ManagedJudge, RetryPolicy
 from assay.methods.checkeval.build import BuildSettings
 from assay.methods.gereval.generate import GenerationSettings
+from assay.run.session import blocking, preparing
 from assay.types import Usage
 
 

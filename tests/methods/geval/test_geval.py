@@ -391,11 +391,11 @@ def test_cli_steps_command(topical_chat: Dataset, tmp_path: Path, monkeypatch: p
 def test_cli_run_maps_geval_flags(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from typer.testing import CliRunner
 
-    import assay.api
+    import assay.run.session
     from assay.cli.main import app
 
     judge = scripted(lambda r: "Coherence: 2")
-    monkeypatch.setattr(assay.api, "load_judge", lambda spec, **kw: judge)
+    monkeypatch.setattr(assay.run.session, "load_judge", lambda spec, **kw: judge)
     run_dir = tmp_path / "run"
     result = CliRunner().invoke(app, ["run", "--method", "geval", "--dataset", "topical-chat", "--limit", "2",
                                       "--dimension", "coherence", "--mode", "sampling", "--n", "3", "--no-cot",
