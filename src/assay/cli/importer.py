@@ -7,15 +7,14 @@ from typing import Annotated
 
 import typer
 
-from assay.importer.match import METHODS
-
 
 def import_cmd(
     answers_file: Annotated[Path, typer.Argument(help="Answers: JSON (list), JSONL, CSV or Parquet")],
     dataset: Annotated[str, typer.Option("--dataset", "-d", help="The dataset the answers judge")],
     dimension: Annotated[str, typer.Option(help="The dimension the answers rate (gereval: the rubric criterion)")],
     answers: Annotated[str, typer.Option(help="Field with the judge's raw answer text (or a list of texts)")],
-    method: Annotated[str, typer.Option("--method", "-m", help=", ".join(METHODS))] = "direct",
+    method: Annotated[str, typer.Option("--method", "-m", help="The method whose answers these are (one with an "
+                                                               "import reader)")] = "direct",
     match: Annotated[str | None, typer.Option(help="Fields naming the sample: FIELD or FILE_FIELD=SAMPLE_FIELD, "
                                                    "comma-separated (id, doc_id, system_id, source, output, "
                                                    "reference, context)")] = None,

@@ -17,11 +17,10 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from assay.errors import ConfigError, InputError
-from assay.judges.base import Choice, JudgeIdentity, Response, TokenLogprobs, TopToken
+from assay.judges.base import JudgeIdentity
 from assay.types import Dimension, Judgment, Sample
 
 SAMPLE_FIELDS = ("id", "doc_id", "system_id", "source", "output", "reference", "context")
-METHODS = ("direct", "geval", "checkeval", "gereval")
 SHOWN = 5  # records named in a report of unmatched, ambiguous or duplicate records
 
 Duplicates = Literal["refuse", "first", "skip"]
@@ -184,61 +183,6 @@ def describe_unmatched(m: Matching, where: Any = lambda i: i) -> str | None:
     return f"{len(m.unmatched)} record(s) matched no sample and were skipped (first: {shown})"
 
 
-# -- answer values --------------------------------------------------------------------------------
-
-
-def plain(value: Any) -> Any:
-    """A Parquet cell as plain Python (numpy arrays become lists)."""
-    tolist = getattr(value, "tolist", None)
-    return tolist() if callable(tolist) and not isinstance(value, str | bytes) else value
-
-
-def answer_texts(rec: dict[str, Any], name: str, *, file: str, record: Any, many: bool) -> list[str]:
-    """The judge's answer(s) in a record: one text, or (``many``) a text or a list of texts.
-
-    Raises:
-        InputError: The field is missing, or holds something other than text (naming file, record, field).
-    """
-    if name not in rec or rec[name] is None:
-        raise InputError("missing field (named by --answers)", file=file, record=record, field=name)
-    value = plain(rec[name])
-    if isinstance(value, str):
-        return [value]
-    if many and isinstance(value, list) and value and all(isinstance(v, str) for v in value):
-        return value
-    want = "a text or a non-empty list of texts" if many else "one answer text"
-    raise InputError(f"expected {want}, got {type(value).__name__}", file=file, record=record, field=name)
-
-
-def parse_logprobs(value: Any, *, file: str, record: Any, name: str) -> list[TokenLogprobs]:
-    """Top-token log-probabilities in OpenAI's shape, as assay's token table.
-
-    Accepted: ``choices[0].logprobs.content`` of a chat completion, a list of
-    ``{"token", "logprob", "top_logprobs": [{"token", "logprob"}, ...]}``, or the ``logprobs`` object
-    holding it under ``content``.
-
-    Raises:
-        InputError: Anything else (naming file, record and field, and the first bad position).
-    """
-    value = plain(value)
-    if isinstance(value, dict) and "content" in value:
-        value = plain(value["content"])
-    if not isinstance(value, list) or not value:
-        raise InputError("expected OpenAI's logprobs.content: a non-empty list of {token, logprob, top_logprobs}",
-                         file=file, record=record, field=name)
-    out = []
-    for k, pos in enumerate(value):
-        pos = plain(pos)
-        try:
-            tops = [TopToken(token=t["token"], logprob=float(t["logprob"])) for t in plain(pos.get("top_logprobs"))
-                    or []]
-            out.append(TokenLogprobs(token=pos["token"], logprob=float(pos["logprob"]), top=tops))
-        except (AttributeError, KeyError, TypeError, ValueError) as exc:
-            raise InputError(f"position {k}: expected {{token, logprob, top_logprobs: [{{token, logprob}}]}} "
-                             f"({type(exc).__name__}: {exc})", file=file, record=record, field=name) from None
-    return out
-
-
 # -- identity -------------------------------------------------------------------------------------
 
 
@@ -255,8 +199,3 @@ def make_judgment(sample: Sample, dimension: Dimension, method: str, judge: str,
     """A judgment of an imported answer: no usage (no call was made), and where the answer came from."""
     return Judgment(sample_id=sample.id, dimension=dimension.name, method=method, judge=judge, score=score,
                     trace={**trace, "imported": origin}, usage={}, error=error)
-
-
-def as_response(texts: list[str], logprobs: list[TokenLogprobs] | None = None) -> Response:
-    """Answers as the response a live call would have returned (the readers take responses)."""
-    return Response(choices=[Choice(text=t, logprobs=logprobs if i == 0 else None) for i, t in enumerate(texts)])

@@ -40,7 +40,7 @@ class ImportOptions:
     """What ``assay import`` was told: the file's fields, the method's options and the policies.
 
     Attributes:
-        method: ``direct``, ``geval``, ``checkeval`` or ``gereval``.
+        method: A method with an import reader (:func:`assay.importer.readers.importable_methods`).
         dataset: The dataset spec the answers judge.
         dimension: The dimension (GER-Eval: the rubric criterion) the answers rate.
         answers: The field holding the judge's raw answer text (or list of texts).
@@ -67,6 +67,10 @@ class ImportOptions:
     duplicates: Duplicates = "refuse"
     ambiguous: Ambiguous = "refuse"
     strict_ratings: bool = False
+
+    def reader_options(self) -> dict[str, Any]:
+        """The method's own import options (its reader refuses those it does not take)."""
+        return {"mode": self.mode, "logprobs": self.logprobs, "checklist": self.checklist, "rubric": self.rubric}
 
     def mapping(self) -> dict[str, Any]:
         """The mapping as the manifest records it."""
@@ -99,9 +103,8 @@ def import_answers(path: str | Path, options: ImportOptions, run_dir: str | Path
     pairs = parse_match(options.match, options.id)
     check_run_dir(run_dir)
     dataset = load_dataset(options.dataset)
-    reader = make_reader(options.method, dataset, options.dimension, options.answers, mode=options.mode,
-                         logprobs=options.logprobs, checklist=options.checklist, rubric=options.rubric,
-                         strict=options.strict_ratings)
+    reader = make_reader(options.method, dataset, options.dimension, options.answers, strict=options.strict_ratings,
+                         **options.reader_options())
     records = read_records(path)
     sha = hashlib.sha256(path.read_bytes()).hexdigest()
     file = str(path)

@@ -10,6 +10,7 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, model_validator
 
+from assay.answers.imported import answer_texts
 from assay.common.hashing import content_hash
 from assay.datasets import Dataset
 from assay.errors import ConfigError
@@ -103,6 +104,55 @@ class RunContext:
     status: Callable[[str], None] = lambda message: None
 
 
+#: What an import reader gives for one record: the score (or None), the trace and the error.
+ImportedRead = tuple[float | None, dict[str, Any], str | None]
+
+
+class AnswerReader(abc.ABC):
+    """Reads one method's answers for one dimension of a dataset.
+
+    A method that can read answers written outside assay sets :attr:`Method.Reader` to its subclass; ``assay
+    import`` then finds it through the method registry, so a plugin method imports as a built-in does.
+
+    Attributes:
+        method: The method's name, stamped on the judgments.
+        options: The import options this reader takes (``assay import`` flags such as ``mode``, ``checklist``),
+            given to its constructor as keywords; any other option is refused before a file is read.
+        dimension: The dimension judged (for GER-Eval, the rubric criterion).
+    """
+
+    method: str
+    options: ClassVar[tuple[str, ...]] = ()
+
+    def __init__(self, dataset: Dataset, dimension: str, answers: str, *, strict: bool = False) -> None:
+        self.dataset, self.answers, self.strict = dataset, answers, strict
+        self.dimension = self._dimension(dimension)
+
+    def _dimension(self, name: str) -> Dimension:
+        return self.dataset.dimensions([name])[0]
+
+    def settings(self) -> dict[str, Any]:
+        """What the run's manifest records as method settings (every import into one run must agree)."""
+        return {"imported": True, "strict_ratings": self.strict}
+
+    def artifacts(self) -> dict[str, Any]:
+        """What the manifest records about the artifacts the answers were read against."""
+        return {}
+
+    @abc.abstractmethod
+    def read(self, sample: Sample, rec: dict[str, Any], *, file: str, record: Any) -> ImportedRead:
+        """The score (or None), the trace and the error of one record's answer.
+
+        Raises:
+            InputError: The record's answer field is missing or of the wrong shape.
+        """
+
+    def texts(self, rec: dict[str, Any], file: str, record: Any, *, many: bool = False) -> list[str]:
+        """The record's answer text(s) from the ``--answers`` field (``many``: a text or a list of texts)."""
+        return answer_texts(rec, self.answers, file=file, record=record, many=many)
+
+
+
 class Method(abc.ABC):
     """An evaluation method. Subclasses set ``name`` and ``Options`` and implement :meth:`score`.
 
@@ -117,6 +167,8 @@ class Method(abc.ABC):
     #: outputs of a source document in a row). A method whose layout depends on its options sets
     #: it per instance (CheckEval's ``definition``); :func:`assay.run.executor.prefix_reuse` measures it.
     unit_order: str = "sample"
+    #: How ``assay import`` reads this method's answers written outside assay (None: it cannot import them).
+    Reader: ClassVar[type[AnswerReader] | None] = None
 
     def __init__(self, options: MethodOptions | dict[str, Any] | None = None) -> None:
         if options is None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from pydantic import Field
 
 from assay.answers.fence import MATERIAL_NOTE, sample_blocks
@@ -9,7 +11,7 @@ from assay.answers.parsing import Parsed, parse_rating
 from assay.datasets.catalog import DatasetInfo
 from assay.judges.ask import Read, ask
 from assay.judges.base import Request, Response
-from assay.methods.base import Method, MethodOptions, RunContext
+from assay.methods.base import AnswerReader, ImportedRead, Method, MethodOptions, RunContext
 from assay.types import Dimension, Judgment, Sample
 
 
@@ -43,11 +45,28 @@ def build_prompt(sample: Sample, dimension: Dimension, info: DatasetInfo) -> str
     )
 
 
+class DirectReader(AnswerReader):
+    """The direct baseline: one answer per item, one rating read from it."""
+
+    method = "direct"
+
+    def read(self, sample: Sample, rec: dict[str, Any], *, file: str, record: Any) -> ImportedRead:
+        (text,) = self.texts(rec, file, record)
+        prompt = build_prompt(sample, self.dimension, self.dataset.info)
+        parsed = parse_rating(text, self.dimension.scale, self.dimension.name.replace("_", " "), prompt=prompt,
+                              strict=self.strict)
+        trace = {"answer": text, "parse_error": parsed.error, **({"flags": list(parsed.flags)} if parsed.flags
+                                                                 else {})}
+        return parsed.value, trace, (f"unparseable answer: {parsed.error}" if parsed.error else None)
+
+
+
 class Direct(Method):
     """Holistic scalar judgment (the papers' baseline: G-Eval without CoT and without probabilities)."""
 
     name = "direct"
     Options = DirectOptions
+    Reader = DirectReader
     options: DirectOptions
 
     async def score(self, sample: Sample, dimension: Dimension, ctx: RunContext) -> Judgment:

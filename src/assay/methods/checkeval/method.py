@@ -39,6 +39,7 @@ from assay.methods.checkeval.checklist import (
     dump_checklist,
     load_checklist,
 )
+from assay.methods.checkeval.imported import CheckEvalReader
 from assay.methods.checkeval.parse import ParsedAnswers, p_yes_at, parse_answers
 from assay.methods.checkeval.prompts import Asked, build_prompt, plan_groups
 from assay.methods.presets import apply_preset
@@ -113,6 +114,7 @@ class CheckEval(Method):
     """Checklist-based evaluation (CheckEval): yes/no questions per sub-dimension, score = yes / answered."""
 
     name = "checkeval"
+    Reader = CheckEvalReader
     Options = CheckEvalOptions
     options: CheckEvalOptions
 

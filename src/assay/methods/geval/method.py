@@ -34,6 +34,7 @@ from assay.errors import ConfigError
 from assay.judges.ask import ask
 from assay.judges.base import Request, Response
 from assay.methods.base import Method, MethodOptions, RunContext
+from assay.methods.geval.imported import GEvalReader
 from assay.methods.geval.paper import (
     PaperPrompt,
     build_paper_prompt,
@@ -213,6 +214,7 @@ class GEval(Method):
     """G-Eval: form-filling with auto-CoT evaluation steps and probability-weighted scores."""
 
     name = "geval"
+    Reader = GEvalReader
     Options = GEvalOptions
     options: GEvalOptions
     unit_order = "dimension"  # criteria and steps precede the source: same dimension, same source in a row
