@@ -16,8 +16,16 @@ from assay.methods.base import AnswerReader
 
 
 def importable_methods() -> list[str]:
-    """The registered methods whose answers ``assay import`` can read (each imported to ask it)."""
-    return [name for name in method_names() if get_method(name).Reader is not None]
+    """The registered methods whose answers ``assay import`` can read (each imported to ask it; a plugin that
+    fails to load is left out here and named by its own error when asked for)."""
+    names = []
+    for name in method_names():
+        try:
+            if get_method(name).Reader is not None:
+                names.append(name)
+        except ConfigError:
+            continue
+    return names
 
 
 def make_reader(method: str, dataset: Dataset, dimension: str, answers: str, *, strict: bool = False,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import abc
 import random
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -104,6 +104,36 @@ class RunContext:
     status: Callable[[str], None] = lambda message: None
 
 
+@dataclass
+class Built:
+    """What a build step gave: the artifact, its file text (None: nothing fit to write), its hash, what went wrong."""
+
+    value: Any
+    text: str | None
+    sha256: str
+    failures: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+#: A planned build: everything checked and loaded, only the judge calls left.
+Build = Callable[[ManagedJudge], Awaitable[Built]]
+
+
+@dataclass(frozen=True)
+class ArtifactKind:
+    """A file a method's build step writes with a judge once, outside a run, for the method to read back
+    (``assay.prepare``, ``assay geval steps``, ``assay checklist build``, ``assay rubric generate``).
+
+    Attributes:
+        options: The build's options model (validated, unknown keys refused, before the judge is loaded).
+        plan: Checks the build's inputs (dataset, dimensions, options: seed files, task files) and returns the
+            build, so that a typo costs nothing.
+    """
+
+    options: type[BaseModel]
+    plan: Callable[[Dataset, list[str] | None, Any], Build]
+
+
 #: What an import reader gives for one record: the score (or None), the trace and the error.
 ImportedRead = tuple[float | None, dict[str, Any], str | None]
 
@@ -169,6 +199,8 @@ class Method(abc.ABC):
     unit_order: str = "sample"
     #: How ``assay import`` reads this method's answers written outside assay (None: it cannot import them).
     Reader: ClassVar[type[AnswerReader] | None] = None
+    #: The artifacts this method's build steps write outside a run, by the name ``assay.prepare`` takes.
+    builds: ClassVar[dict[str, ArtifactKind]] = {}
 
     def __init__(self, options: MethodOptions | dict[str, Any] | None = None) -> None:
         if options is None:

@@ -24,12 +24,13 @@ from typing import Any, ClassVar, Literal
 from pydantic import ConfigDict, Field
 
 from assay.answers.parsing import extract_json
+from assay.datasets import Dataset
 from assay.datasets.catalog import DatasetInfo
 from assay.errors import ConfigError
 from assay.judges.ask import Read, ask
 from assay.judges.base import Request, Response
 from assay.judges.middleware import ManagedJudge
-from assay.methods.base import Renamable, reasks_from_attempts
+from assay.methods.base import Build, Built, Renamable, reasks_from_attempts
 from assay.methods.checkeval.checklist import (
     BuildRecord,
     CallRecord,
@@ -631,3 +632,41 @@ async def build_checklist(seeds: Checklist, info: DatasetInfo, judge: ManagedJud
                      f"{seeds.source}", description=f"{seeds.description} Grown with CheckEval's augmentation"
                      + (" and filtering." if filtered else " (unfiltered)."),
                      dataset=info.name, dimensions=built, build=record)
+
+
+class ChecklistOptions(BuildSettings):
+    """Options of ``checklist``: the build settings plus the seed checklist and the new checklist's name.
+
+    Attributes:
+        seeds: A shipped checklist name or a YAML file; default: the dataset's shipped checklist.
+        name: The new checklist's name; default: ``<seeds>-built``.
+    """
+
+    seeds: str | None = None
+    name: str | None = None
+
+
+def plan_checklist(dataset: Dataset, dimensions: list[str] | None, opts: ChecklistOptions) -> Build:
+    """CheckEval's augmentation and filtering of the seed checklist; the text must load back before it is kept."""
+    from assay.methods.checkeval.checklist import (
+        checklist_hash,
+        default_checklist,
+        dump_checklist,
+        load_checklist,
+        parse_checklist,
+    )
+
+    seeds = load_checklist(opts.seeds or default_checklist(dataset.info))
+    for d in dimensions or []:
+        seeds.dimension(d)  # unknown names fail here
+    settings = BuildSettings(**opts.model_dump(exclude={"seeds", "name"}))
+
+    async def build(judge: ManagedJudge) -> Built:
+        built = await build_checklist(seeds, dataset.info, judge, settings, dimensions or None, opts.name)
+        text = dump_checklist(built)
+        parse_checklist(text, f"the checklist built from {seeds.name}")  # what is written must load back
+        record = built.build
+        return Built(built, text, checklist_hash(built), list(record.failures) if record else [],
+                     list(record.notes) if record else [])
+
+    return build

@@ -28,8 +28,9 @@ from assay.datasets.catalog import DatasetInfo
 from assay.errors import ConfigError
 from assay.judges.ask import Read, ask
 from assay.judges.base import Choice, Request, Response
-from assay.methods.base import Method, MethodOptions, RunContext, reasks_from_bool, shuffled
+from assay.methods.base import ArtifactKind, Method, MethodOptions, RunContext, reasks_from_bool, shuffled
 from assay.methods.checkeval.aggregate import QuestionResult, aggregate
+from assay.methods.checkeval.build import ChecklistOptions, plan_checklist
 from assay.methods.checkeval.checklist import (
     Checklist,
     ChecklistDimension,
@@ -115,6 +116,7 @@ class CheckEval(Method):
 
     name = "checkeval"
     Reader = CheckEvalReader
+    builds: ClassVar[dict[str, ArtifactKind]] = {"checklist": ArtifactKind(ChecklistOptions, plan_checklist)}
     Options = CheckEvalOptions
     options: CheckEvalOptions
 

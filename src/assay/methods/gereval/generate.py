@@ -18,6 +18,7 @@ import random
 import re
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -29,6 +30,8 @@ from assay.datasets.catalog import DatasetInfo
 from assay.errors import ConfigError
 from assay.judges.ask import Asked
 from assay.judges.base import Request, schema_text
+from assay.judges.middleware import ManagedJudge
+from assay.methods.base import Build, Built
 from assay.methods.gereval.reprompt import DEFAULT_REASKS, ask_json
 from assay.methods.gereval.rubric import (
     CategoricalScale,
@@ -474,3 +477,44 @@ async def generate_rubric(dataset: Dataset, judge: Any, settings: GenerationSett
         usage={k: v.model_dump() for k, v in judge.ledger.by_stage.items()}, notes=notes,
         created_at=time.strftime("%Y-%m-%dT%H:%M:%S%z"), assay_version=__version__)
     return Rubric(dataset=info.name, task=task.generation, criteria=tuple(criteria), provenance=provenance)
+
+
+class RubricOptions(GenerationSettings):
+    """Options of ``rubric``: the generation settings plus an own task description.
+
+    Attributes:
+        task_file: A text file whose content replaces the shipped task description in both prompts.
+    """
+
+    task_file: Path | None = None
+
+
+def read_task_file(path: Path, option: str) -> str:
+    try:
+        text = path.read_text(encoding="utf-8").strip()
+    except OSError as exc:
+        raise ConfigError(f"{option} {path}: cannot read it ({exc.strerror or exc})") from exc
+    if not text:
+        raise ConfigError(f"{option} {path}: the file is empty")
+    return text
+
+
+def plan_rubric(dataset: Dataset, dimensions: list[str] | None, opts: RubricOptions) -> Build:
+    """GER-Eval's rubric generation; a rubric without criteria is still written (its provenance says why)."""
+    from assay.methods.gereval.rubric import TaskText, task_text
+
+    if dimensions:
+        raise ConfigError("a generated rubric brings its own criteria: leave dimensions out for 'rubric'")
+    task = task_text(dataset.info)
+    if opts.task_file is not None:
+        own = read_task_file(opts.task_file, "task_file")
+        task = TaskText(generation=own, scoring=own, contrast_note=task.contrast_note, shipped=True)
+    settings = GenerationSettings(**opts.model_dump(exclude={"task_file"}))
+
+    async def build(judge: ManagedJudge) -> Built:
+        rubric = await generate_rubric(dataset, judge, settings, task=task)
+        failures = [] if rubric.criteria else ["no valid criteria: every answer was discarded "
+                                               "(see provenance.discarded)"]
+        return Built(rubric, rubric.to_json(), rubric.content_hash(), failures, list(rubric.provenance.notes))
+
+    return build

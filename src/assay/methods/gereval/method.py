@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from pydantic import Field
 
@@ -25,7 +25,8 @@ from assay.datasets import Dataset
 from assay.datasets.catalog import DatasetInfo
 from assay.errors import ConfigError
 from assay.judges.base import Request, schema_text
-from assay.methods.base import Method, MethodOptions, RunContext
+from assay.methods.base import ArtifactKind, Method, MethodOptions, RunContext
+from assay.methods.gereval.generate import RubricOptions, plan_rubric
 from assay.methods.gereval.imported import GerEvalReader
 from assay.methods.gereval.reprompt import DEFAULT_REASKS, ask_json
 from assay.methods.gereval.rubric import (
@@ -232,6 +233,7 @@ class GerEval(Method):
 
     name = "gereval"
     Reader = GerEvalReader
+    builds: ClassVar[dict[str, ArtifactKind]] = {"rubric": ArtifactKind(RubricOptions, plan_rubric)}
     Options = GerEvalOptions
     options: GerEvalOptions
     unit_order = "dimension"  # the criterion and its demonstrations precede the sample

@@ -24,7 +24,7 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import Field, model_validator
 
@@ -33,7 +33,7 @@ from assay.common.hashing import content_hash
 from assay.errors import ConfigError
 from assay.judges.ask import ask
 from assay.judges.base import Request, Response
-from assay.methods.base import Method, MethodOptions, RunContext
+from assay.methods.base import ArtifactKind, Method, MethodOptions, RunContext
 from assay.methods.geval.imported import GEvalReader
 from assay.methods.geval.paper import (
     PaperPrompt,
@@ -45,8 +45,10 @@ from assay.methods.geval.paper import (
 from assay.methods.geval.prompts import Criteria, build_prompt, form_label, task_criteria
 from assay.methods.geval.scoring import Estimate, greedy_estimate, logprob_estimate, sampling_estimate
 from assay.methods.geval.steps import (
+    StepsOptions,
     generate_steps,
     load_steps_document,
+    plan_steps,
     steps_document,
 )
 from assay.methods.presets import apply_preset
@@ -215,6 +217,7 @@ class GEval(Method):
 
     name = "geval"
     Reader = GEvalReader
+    builds: ClassVar[dict[str, ArtifactKind]] = {"geval-steps": ArtifactKind(StepsOptions, plan_steps)}
     Options = GEvalOptions
     options: GEvalOptions
     unit_order = "dimension"  # criteria and steps precede the source: same dimension, same source in a row

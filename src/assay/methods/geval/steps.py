@@ -6,13 +6,16 @@ import re
 from typing import Any
 
 import yaml
+from pydantic import BaseModel, ConfigDict, Field
 
 from assay.common.hashing import content_hash
+from assay.datasets import Dataset
 from assay.datasets.catalog import DatasetInfo
 from assay.errors import ConfigError
 from assay.judges.ask import Read, ask
 from assay.judges.base import Request, Response
 from assay.judges.middleware import ManagedJudge
+from assay.methods.base import Build, Built
 from assay.methods.geval.prompts import Criteria, criterion_block, task_criteria
 from assay.types import Dimension
 
@@ -164,3 +167,28 @@ def read_steps(response: Response, _: Request) -> Read[list[str]]:
     choice = response.choices[0]
     steps, error = parse_steps(choice.text, truncated=choice.finish_reason == "length")
     return Read(steps, error)
+
+
+class StepsOptions(BaseModel):
+    """Options of ``geval-steps``: the room for each dimension's steps (``assay geval steps --max-tokens``)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    max_tokens: int = Field(default=256, ge=16)
+
+
+def plan_steps(dataset: Dataset, dimensions: list[str] | None, opts: StepsOptions) -> Build:
+    """G-Eval's evaluation steps for each dimension; the file text exists only when every dimension has steps."""
+    dims = dataset.dimensions(dimensions)  # unknown names fail here
+
+    async def build(judge: ManagedJudge) -> Built:
+        entries, failures = {}, []
+        for d in dims:
+            entry, error = await generate_steps(judge, dataset.info, d, max_tokens=opts.max_tokens)
+            if entry is None:
+                failures.append(f"{judge.identity.label} wrote no usable steps for {d.name}: {error}")
+            else:
+                entries[d.name] = entry
+        text = None if failures else steps_document(dataset.name, entries)
+        return Built(entries, text, content_hash(text or ""), failures)
+
+    return build
