@@ -13,8 +13,10 @@ from assay.errors import ConfigError
 from assay.judges import PriceTable
 from assay.judges.base import Request
 from assay.judges.scripted import ScriptedJudge
+from assay.methods import get_method
+from assay.methods.checkeval.method import checklist_answer
 from assay.run.estimate import Estimate, call_cost
-from assay.run.standin import answer, checklist_answer, json_answer, middle_rating, schema_answer
+from assay.run.standin import json_answer, middle_rating, schema_answer
 from assay.testing import FakeOpenAIServer
 
 
@@ -38,7 +40,7 @@ def test_standins_have_the_shape_the_methods_read():
     assert middle_rating("Coherence (1-10):") == 5
     assert checklist_answer(3) == "Q1: yes\nQ2: no\nQ3: yes"
     check = Request.chat("Q1 ... Q4", stop=("Q5:",))
-    assert answer(check, "score").count("\n") == 3  # one line per question, read from the stop string
+    assert get_method("checkeval")().standin(check, "score").count("\n") == 3  # one per question, from the stop
     bits = r"^[01](,[01]){4}$"
     weights = r"^(0([.][0-9]{1,3})?|1([.]0{1,3})?)(,(0([.][0-9]{1,3})?|1([.]0{1,3})?)){2}$"
     got = schema_answer({"properties": {"k": {"pattern": bits}, "k_weight": {"pattern": weights},
@@ -47,13 +49,17 @@ def test_standins_have_the_shape_the_methods_read():
     assert round(sum(float(w) for w in got["k_weight"].split(",")), 6) == 1.0 and got["k_weight"].count(",") == 2
 
 
+def seal_standin(prompt: str) -> str:
+    return get_method("seal")().standin(Request.chat(prompt, json_mode=True), "decompose")
+
+
 def test_a_decomposition_stand_in_lists_the_fenced_texts_sentences():
     prompt = ('Split it.\n\n<<<SUMMARY>>>\nThe cat sat. It was happy. Then it left.\n<<<END SUMMARY>>>\n\n'
               'Answer with JSON only, in this form: {"facts": ["<first fact>", "<second fact>"]}')
-    assert json.loads(json_answer(prompt, None)) == {"facts": ["The cat sat.", "It was happy.", "Then it left."]}
+    assert json.loads(seal_standin(prompt)) == {"facts": ["The cat sat.", "It was happy.", "Then it left."]}
     paper = ('Output format (JSON only):\n{"sentence": ["sentence 1", "sentence 2"]}\n\n'
              '<<<SUMMARY>>>\nA b c. D e.\n<<<END SUMMARY>>>')
-    assert json.loads(json_answer(paper, None)) == {"sentence": ["A b c.", "D e."]}  # the paper's key
+    assert json.loads(seal_standin(paper)) == {"sentence": ["A b c.", "D e."]}  # the paper's key
     support = 'Answer with JSON only:\n- "supported": ...\nExample: {"supported": [["c2", "c5"], [], ["c1"]]}'
     assert json.loads(json_answer(support, None)) == {"supported": [[], [], []]}  # no source id invented
 
@@ -107,7 +113,8 @@ async def test_a_prompt_listing_a_stand_ins_units_is_estimated_even_without_a_ca
     from assay.run.estimate import CountingJudge, _scoped
 
     text = "The cat sat on the mat. It was happy there. Then it left the house."
-    judge = CountingJudge(JudgeIdentity(backend="openai", model="m"), True, approximate("test"), None)
+    judge = CountingJudge(JudgeIdentity(backend="openai", model="m"), True, approximate("test"), None,
+                          standin=get_method("seal")().standin)
     split = Request.chat(f'Facts of:\n{fence(text, "summary")}\nAnswer with JSON only, in this form: '
                          '{"facts": ["<first fact>", "<second fact>"]}', json_mode=True)
     with _scoped((text,), None):

@@ -92,3 +92,13 @@ def sample_blocks(
         parts.append(fence(sample.reference, f"reference {info.output_name}", labels))
     parts.append(fence(sample.output, info.output_name, labels))
     return "\n\n".join(parts)
+
+
+_FENCED = re.compile(re.escape(OPEN) + r"([^<>\n]+)" + re.escape(CLOSE) + r"\n(.*?)\n" + re.escape(OPEN)
+                    + r"END \1" + re.escape(CLOSE), re.DOTALL)
+
+
+def fenced_text(prompt: str) -> str | None:
+    """The content of the prompt's last fenced block (the text a decomposition prompt asks to split)."""
+    blocks = _FENCED.findall(prompt)
+    return blocks[-1][1] if blocks else None

@@ -355,3 +355,17 @@ def extract_json(text: str, prompt: str | None = None) -> Parsed:
 
 def _num(x: float) -> str:
     return str(int(x)) if float(x).is_integer() else f"{x:g}"
+
+
+def format_example(prompt: str) -> Any:
+    """The prompt's last JSON object on one line (its answer format), lists of lists emptied (no ids invented)."""
+    for line in reversed(prompt.splitlines()):
+        start, end = line.find("{"), line.rfind("}")
+        if 0 <= start < end:  # ``Example: {...}`` too
+            try:
+                value = json.loads(line[start:end + 1])
+            except ValueError:
+                continue
+            return {k: [[] for _ in v] if isinstance(v, list) and all(isinstance(x, list) for x in v) and v else v
+                    for k, v in value.items()} if isinstance(value, dict) else value
+    return None

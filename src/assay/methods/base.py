@@ -15,6 +15,7 @@ from assay.common.hashing import content_hash
 from assay.datasets import Dataset
 from assay.errors import ConfigError
 from assay.judges.ask import current_usage
+from assay.judges.base import Request
 from assay.judges.middleware import ManagedJudge
 from assay.types import Dimension, Judgment, Sample, Usage
 
@@ -224,6 +225,16 @@ class Method(abc.ABC):
         The default (None) judges the dataset's dimensions. GER-Eval returns the criteria of its
         rubric, so that each criterion is one unit of work; ``evaluate(dimensions=[...])`` then
         picks among these names.
+        """
+        return None
+
+    def standin(self, request: Request, stage: str) -> str | None:
+        """A stand-in answer in the shape this method reads, for ``--estimate`` (no judge is asked), so that the
+        method builds its later requests as after a real answer; never a score.
+
+        Returns:
+            The answer, or None for the generic stand-in (:func:`assay.run.standin.answer`: JSON in the shape the
+            request asks for, else the middle of the scale the prompt names).
         """
         return None
 

@@ -11,13 +11,14 @@ Nothing is written: a run directory is only read.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from assay.answers.fence import fenced_text
 from assay.common.hashing import content_hash
 from assay.errors import ConfigError
 from assay.judges import Judge, JudgeIdentity, ManagedJudge, PriceTable, Request, Response, load_judge, parse_spec
@@ -37,7 +38,7 @@ from assay.methods import RunContext
 from assay.run.executor import order_units
 from assay.run.session import RunPlan
 from assay.run.standin import answer as standin_answer
-from assay.run.standin import fenced_text, listed
+from assay.run.standin import listed
 from assay.run.store import DB_NAME, RunStore
 from assay.types import Sample
 
@@ -187,9 +188,10 @@ class CountingJudge(ManagedJudge):
     """
 
     def __init__(self, identity: JudgeIdentity, logprobs: bool, counter: TokenCounter,
-                 cache: RunStore | None) -> None:
+                 cache: RunStore | None, standin: Callable[[Request, str], str | None] = lambda r, s: None) -> None:
         super().__init__(_NoCall(identity, logprobs), cache=cache)
         self.counter = counter
+        self.standin = standin  # the method's own stand-in answers first (Method.standin)
         self.rows: dict[str, StageEstimate] = {}
         self._answered: dict[str, Response] = {}
         self._items: dict[str, dict[str, str]] = {}  # decomposed text -> {item a stand-in listed: its stage}
@@ -207,7 +209,7 @@ class CountingJudge(ManagedJudge):
             scope.after = scope.after or stage
             return self._answered[key]
         after = scope.after or self._depends(request, scope.texts)
-        text = standin_answer(request, stage)
+        text = self.standin(request, stage) or standin_answer(request)
         row.calls += 1
         row.exact_calls += after is None
         row.prompt_tokens += self.counter.prompt(request)
@@ -327,7 +329,7 @@ async def estimate_run(plan: RunPlan, judge: str | Judge, *, judge_options: dict
             prices.check_covers(identity.model)
         if store is not None:
             store.check(plan.fingerprint(identity), before_prepare=True)
-        counting = CountingJudge(identity, logprobs, counter, store)
+        counting = CountingJudge(identity, logprobs, counter, store, standin=meth.standin)
         notes: list[tuple[str, str]] = []
         ctx = RunContext(dataset=dataset, dimensions=dims, judge=counting, note=lambda k, m: notes.append((k, m)),
                          artifacts=lambda name, text: content_hash(text))

@@ -2,9 +2,10 @@
 
 An estimate runs a method's own code against a judge that never answers; each request gets a stand-in
 answer built from the request alone, shaped so that the method reads it and goes on to build its later
-requests exactly as it would after a real answer (SEAL verifies as many units as the stand-in
-decomposition has, CheckEval reads one answer per question, G-Eval's score prompts carry steps of a
-typical length). Pure functions of the request and its stage; nothing here is ever a score.
+requests exactly as it would after a real answer. A method whose answers have a shape of its own answers
+first (:meth:`assay.methods.base.Method.standin`: SEAL's decomposition lists the fenced text's sentences,
+CheckEval gives one answer per question, G-Eval's steps have a typical length); what is left is generic here.
+Pure functions of the request; nothing here is ever a score.
 """
 
 from __future__ import annotations
@@ -13,39 +14,20 @@ import json
 import re
 from typing import Any
 
-from assay.answers.fence import CLOSE, OPEN
+from assay.answers.parsing import format_example
 from assay.judges.base import Request
 
-#: G-Eval evaluation steps of a typical length (about 90 tokens: the released prompts' steps are 60-120).
-TYPICAL_STEPS = (
-    "1. Read the source text carefully and identify its main topic and the key points it makes.\n"
-    "2. Read the text under evaluation and compare it with the source, noting what it keeps, adds or omits.\n"
-    "3. Check how well the text meets the criterion, point by point, with examples from the text.\n"
-    "4. Assign a score on the scale given, from the lowest for a text that fails the criterion to the highest "
-    "for a text that meets it fully."
-)
 _SCALE = re.compile(r"from (\d+) (?:to|-) (\d+)|\((\d+)-(\d+)\)")
-_CHECK_STOP = re.compile(r"^Q(\d+):$")
-_FENCE = re.compile(re.escape(OPEN) + r"([^<>\n]+)" + re.escape(CLOSE) + r"\n(.*?)\n" + re.escape(OPEN)
-                    + r"END \1" + re.escape(CLOSE), re.DOTALL)
 _VALUES = re.compile(r"^\^(?P<value>.+?)(?:\(,(?P=value)\)\{(?P<rest>\d+)\})?\$$")
 
 
-def answer(request: Request, stage: str) -> str:
-    """The stand-in answer to one request (the same request always gets the same answer).
-
-    Args:
-        request: What the method asked.
-        stage: The method's stage name (``steps`` gets typical evaluation steps).
-    """
+def answer(request: Request) -> str:
+    """The generic stand-in answer to one request (the same request always gets the same answer): JSON in the
+    shape asked for, else the middle of the scale the prompt names. A method whose answers have another shape
+    gives its own first (:meth:`assay.methods.base.Method.standin`)."""
     prompt = request.messages[-1].content
     if request.json_mode or request.json_schema:
         return json_answer(prompt, request.json_schema)
-    questions = next((int(m.group(1)) - 1 for s in request.stop if (m := _CHECK_STOP.match(s))), None)
-    if questions is not None:
-        return checklist_answer(questions)
-    if stage == "steps":
-        return TYPICAL_STEPS
     return str(middle_rating(prompt))
 
 
@@ -58,34 +40,11 @@ def middle_rating(prompt: str) -> int:
     return (low + high) // 2
 
 
-def checklist_answer(questions: int) -> str:
-    """One ``Qk: yes`` / ``Qk: no`` line per question (alternating)."""
-    return "\n".join(f"Q{k}: {'yes' if k % 2 else 'no'}" for k in range(1, questions + 1))
-
-
-def fenced_text(prompt: str) -> str | None:
-    """The content of the prompt's last fenced block (the text a decomposition prompt asks to split)."""
-    blocks = _FENCE.findall(prompt)
-    return blocks[-1][1] if blocks else None
-
-
-def sentences(text: str) -> list[str]:
-    """The text's sentences as SEAL's deterministic splitter finds them."""
-    from assay.methods.seal.units import split_sentences
-
-    return split_sentences(text)
-
-
 def json_answer(prompt: str, schema: str | None) -> str:
-    """A JSON answer: a schema's fields get values of the right count; a decomposition (a format example with
-    one list of strings) lists the fenced text's sentences; otherwise the prompt's own format example."""
+    """A JSON answer: a schema's fields get values of the right count; otherwise the prompt's own format example."""
     if schema:
         return json.dumps(schema_answer(json.loads(schema)))
-    example, text = format_example(prompt), fenced_text(prompt)
-    if isinstance(example, dict) and len(example) == 1 and text is not None:
-        key, value = next(iter(example.items()))
-        if isinstance(value, list) and value and all(isinstance(x, str) for x in value):
-            return json.dumps({key: sentences(text)})
+    example = format_example(prompt)
     return json.dumps(example) if example is not None else "{}"
 
 
@@ -120,15 +79,3 @@ def listed(answer: str) -> list[str]:
     return [x for v in lists if isinstance(v, list) for x in v if isinstance(x, str)]
 
 
-def format_example(prompt: str) -> Any:
-    """The prompt's last JSON object on one line (its answer format), lists of lists emptied (no ids invented)."""
-    for line in reversed(prompt.splitlines()):
-        start, end = line.find("{"), line.rfind("}")
-        if 0 <= start < end:  # ``Example: {...}`` too
-            try:
-                value = json.loads(line[start:end + 1])
-            except ValueError:
-                continue
-            return {k: [[] for _ in v] if isinstance(v, list) and all(isinstance(x, list) for x in v) and v else v
-                    for k, v in value.items()} if isinstance(value, dict) else value
-    return None

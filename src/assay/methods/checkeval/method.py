@@ -19,6 +19,7 @@ that prompts for every dimension of a sample share the longest prefix; nothing e
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import Callable
 from typing import Any, ClassVar, Literal
 
@@ -111,6 +112,15 @@ PRESETS: dict[str, dict[str, Any]] = {
 }
 
 
+#: The stop string after a prompt's last question (``Q5:`` after four questions): how many a stand-in answers.
+_NEXT_QUESTION = re.compile(r"^Q(\d+):$")
+
+
+def checklist_answer(questions: int) -> str:
+    """One ``Qk: yes`` / ``Qk: no`` line per question (alternating)."""
+    return "\n".join(f"Q{k}: {'yes' if k % 2 else 'no'}" for k in range(1, questions + 1))
+
+
 class CheckEval(Method):
     """Checklist-based evaluation (CheckEval): yes/no questions per sub-dimension, score = yes / answered."""
 
@@ -152,6 +162,11 @@ class CheckEval(Method):
     def _default_checklist(self, dataset: DatasetInfo) -> str:
         """The checklist the dataset's card names; under the paper preset, its released question pool."""
         return default_checklist(dataset, paper=self.options.preset == "paper")
+
+    def standin(self, request: Request, stage: str) -> str | None:
+        """One ``Qk: yes`` / ``Qk: no`` line per question of a prompt (counted from its stop string)."""
+        questions = next((int(m.group(1)) - 1 for s in request.stop if (m := _NEXT_QUESTION.match(s))), None)
+        return checklist_answer(questions) if questions is not None else None
 
     async def prepare(self, ctx: RunContext) -> dict[str, Any]:
         checklist = self._load(ctx.dataset.info, ctx.dimensions)

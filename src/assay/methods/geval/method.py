@@ -45,6 +45,7 @@ from assay.methods.geval.paper import (
 from assay.methods.geval.prompts import Criteria, build_prompt, form_label, task_criteria
 from assay.methods.geval.scoring import Estimate, greedy_estimate, logprob_estimate, sampling_estimate
 from assay.methods.geval.steps import (
+    TYPICAL_STEPS,
     StepsOptions,
     generate_steps,
     load_steps_document,
@@ -238,6 +239,10 @@ class GEval(Method):
             out["top_logprobs_used"] = self.top_logprobs
             out["steps_sha256"] = {name: p.steps_sha256 for name, p in sorted(self.plans.items())}
         return out
+
+    def standin(self, request: Request, stage: str) -> str | None:
+        """Evaluation steps of a typical length for the steps stage (score prompts then carry them)."""
+        return TYPICAL_STEPS if stage == "steps" else None
 
     async def prepare(self, ctx: RunContext) -> dict[str, Any]:
         """Choose the mode and get each dimension's steps (generated once, or from ``--steps``)."""

@@ -169,6 +169,16 @@ def read_steps(response: Response, _: Request) -> Read[list[str]]:
     return Read(steps, error)
 
 
+#: G-Eval evaluation steps of a typical length (about 90 tokens: the released prompts' steps are 60-120).
+TYPICAL_STEPS = (
+    "1. Read the source text carefully and identify its main topic and the key points it makes.\n"
+    "2. Read the text under evaluation and compare it with the source, noting what it keeps, adds or omits.\n"
+    "3. Check how well the text meets the criterion, point by point, with examples from the text.\n"
+    "4. Assign a score on the scale given, from the lowest for a text that fails the criterion to the highest "
+    "for a text that meets it fully."
+)
+
+
 class StepsOptions(BaseModel):
     """Options of ``geval-steps``: the room for each dimension's steps (``assay geval steps --max-tokens``)."""
 

@@ -17,11 +17,15 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import json
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from assay.answers.fence import fenced_text
+from assay.answers.parsing import format_example
 from assay.datasets.catalog import DatasetInfo
 from assay.errors import ConfigError
+from assay.judges.base import Request
 from assay.methods.base import Method, MethodOptions, RunContext
 from assay.methods.seal.options import SealOptions
 from assay.methods.seal.paper import (
@@ -82,6 +86,19 @@ class Seal(Method):
             return None
         option = self.options.threshold_sentences if recipe.unit != "monadic_fact" else self.options.threshold_facts
         return option or n
+
+    def standin(self, request: Request, stage: str) -> str | None:
+        """A decomposition (a JSON format example with one list of strings, no schema) lists the fenced text's
+        sentences as SEAL's deterministic splitter finds them, so that verification asks about as many units."""
+        if not request.json_mode or request.json_schema:
+            return None
+        prompt = request.messages[-1].content
+        example, text = format_example(prompt), fenced_text(prompt)
+        if isinstance(example, dict) and len(example) == 1 and text is not None:
+            key, value = next(iter(example.items()))
+            if isinstance(value, list) and value and all(isinstance(x, str) for x in value):
+                return json.dumps({key: split_sentences(text)})
+        return None
 
     async def prepare(self, ctx: RunContext) -> dict[str, Any]:
         """Load the spec, resolve every dimension's recipe (failing early), store the spec as an artifact."""
