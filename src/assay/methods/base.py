@@ -228,6 +228,24 @@ class Method(abc.ABC):
         """
         return None
 
+    @classmethod
+    def score_range(cls, dimension: Dimension) -> tuple[float, float, bool]:
+        """The range this method's scores lie in, and whether they are whole numbers (the probe's scale use and
+        spans): the dimension's own scale, unless the method scores on a scale of its own (a ratio)."""
+        return dimension.scale.low, dimension.scale.high, dimension.scale.integer
+
+    @classmethod
+    def reorderable(cls) -> bool:
+        """Whether the method's prompts have independent parts it can show in another order (its ``shuffle_seed``
+        option), which ``assay probe`` re-asks to measure order sensitivity."""
+        return "shuffle_seed" in cls.Options.model_fields
+
+    @classmethod
+    def sampled(cls, settings: dict[str, Any]) -> bool:
+        """Whether a run with these recorded settings sampled its answers (temperature > 0), so that a repeat with
+        another sample index may answer differently (``assay probe``'s self-consistency)."""
+        return float(settings.get("temperature") or 0) > 0
+
     def standin(self, request: Request, stage: str) -> str | None:
         """A stand-in answer in the shape this method reads, for ``--estimate`` (no judge is asked), so that the
         method builds its later requests as after a real answer; never a score.

@@ -18,7 +18,7 @@ import numpy as np
 from assay.errors import JudgeError
 from assay.judges.ask import attributed
 from assay.meta.agreement import krippendorff_alpha
-from assay.methods import Method, RunContext
+from assay.methods import Method, RunContext, get_method
 from assay.probe import stats
 from assay.probe.injections import Injection, inject
 from assay.probe.offline import result
@@ -27,8 +27,6 @@ from assay.types import Dimension, Judgment, Sample
 
 #: Sample indices of repeat k start at k * REPEAT_STRIDE, clear of the indices a method uses itself (G-Eval's n).
 REPEAT_STRIDE = 1000
-#: Methods with the order hook ``shuffle_seed``.
-ORDER_METHODS = ("checkeval", "seal")
 
 
 @dataclass
@@ -85,7 +83,7 @@ async def self_consistency(r: Reasker, *, stochastic: bool, method_name: str, re
     if stochastic:
         how = f"{repeats} re-judgments with other sample indices (temperature > 0)"
         variants = [await r.judge({}, repeat=k) for k in range(1, repeats + 1)]
-    elif method_name in ORDER_METHODS:
+    elif get_method(method_name).reorderable():
         how = f"{repeats} re-judgments with the prompt's independent parts reordered (shuffle_seed 1..{repeats})"
         variants = [await r.judge({"shuffle_seed": k}) for k in range(1, repeats + 1)]
     else:
@@ -111,9 +109,9 @@ async def self_consistency(r: Reasker, *, stochastic: bool, method_name: str, re
 async def order_sensitivity(r: Reasker, spans: dict[str, float], *, method_name: str, n_boot: int = 1000,
                             seed: int = 0) -> dict[str, Any]:
     """Score change when CheckEval's questions (within prompts) or SEAL's units are shown in another order."""
-    if method_name not in ORDER_METHODS:
+    if not get_method(method_name).reorderable():
         return result("order_sensitivity", "-", reason=f"{method_name} has no reorderable prompt parts "
-                      "(only checkeval questions and seal units)")
+                      "(no shuffle_seed option)")
     method = (f"the units re-judged with shuffle_seed 1 (questions shuffled within each prompt / units listed "
               f"shuffled); change = shuffled - stored; 95% bootstrap of the mean change over units "
               f"({n_boot}, seed {seed})")

@@ -34,8 +34,6 @@ from assay.types import Dimension, Sample
 DEFAULT_BUDGET = 8
 #: Where a probe's result is kept in the run (the ``meta`` table), for ``assay view`` and reports.
 META_KEY = "probe"
-#: Methods whose score is a ratio in [0, 1] whatever the dimension's scale.
-RATIO_METHODS = ("checkeval", "seal")
 REASK_CHECKS = ("self_consistency", "order_sensitivity", "injection")
 
 
@@ -136,10 +134,8 @@ def _judge_label(manifest: dict[str, Any]) -> str:
 
 
 def _scale(method: str, dim: Dimension) -> tuple[float, float, bool]:
-    """The scale the method's scores are on: the ratio [0, 1] (CheckEval, SEAL) or the dimension's own."""
-    if method in RATIO_METHODS:
-        return 0.0, 1.0, False
-    return dim.scale.low, dim.scale.high, dim.scale.integer
+    """The scale the method's scores are on (its :meth:`~assay.methods.base.Method.score_range`)."""
+    return get_method(method).score_range(dim)
 
 
 def _texts(manifest: dict[str, Any], samples: list[dict[str, Any]],
@@ -184,11 +180,8 @@ def _no_reask(manifest: dict[str, Any], budget: int, texts: Any, text_reason: st
 
 
 def _stochastic(manifest: dict[str, Any]) -> bool:
-    """Whether the run's judge sampled (temperature > 0 in a mode that samples)."""
-    settings = manifest.get("method_settings") or {}
-    if manifest["method"] == "geval":
-        return settings.get("mode_used") == "sampling" and float(settings.get("temperature") or 0) > 0
-    return float(settings.get("temperature") or 0) > 0
+    """Whether the run's judge sampled (the method's :meth:`~assay.methods.base.Method.sampled`)."""
+    return get_method(manifest["method"]).sampled(manifest.get("method_settings") or {})
 
 
 def _rebuild_judge(manifest: dict[str, Any], judge: str | Judge | None, options: dict[str, Any] | None) -> Judge:

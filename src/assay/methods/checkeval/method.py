@@ -163,6 +163,11 @@ class CheckEval(Method):
         """The checklist the dataset's card names; under the paper preset, its released question pool."""
         return default_checklist(dataset, paper=self.options.preset == "paper")
 
+    @classmethod
+    def score_range(cls, dimension: Dimension) -> tuple[float, float, bool]:
+        """A share in [0, 1] whatever the dimension's scale."""
+        return 0.0, 1.0, False
+
     def standin(self, request: Request, stage: str) -> str | None:
         """One ``Qk: yes`` / ``Qk: no`` line per question of a prompt (counted from its stop string)."""
         questions = next((int(m.group(1)) - 1 for s in request.stop if (m := _NEXT_QUESTION.match(s))), None)

@@ -240,6 +240,11 @@ class GEval(Method):
             out["steps_sha256"] = {name: p.steps_sha256 for name, p in sorted(self.plans.items())}
         return out
 
+    @classmethod
+    def sampled(cls, settings: dict[str, Any]) -> bool:
+        """Only the sampling mode samples (the mode used: a logprobs run on a judge without them fell back)."""
+        return settings.get("mode_used") == "sampling" and float(settings.get("temperature") or 0) > 0
+
     def standin(self, request: Request, stage: str) -> str | None:
         """Evaluation steps of a typical length for the steps stage (score prompts then carry them)."""
         return TYPICAL_STEPS if stage == "steps" else None

@@ -87,6 +87,11 @@ class Seal(Method):
         option = self.options.threshold_sentences if recipe.unit != "monadic_fact" else self.options.threshold_facts
         return option or n
 
+    @classmethod
+    def score_range(cls, dimension: Dimension) -> tuple[float, float, bool]:
+        """A share in [0, 1] whatever the dimension's scale."""
+        return 0.0, 1.0, False
+
     def standin(self, request: Request, stage: str) -> str | None:
         """A decomposition (a JSON format example with one list of strings, no schema) lists the fenced text's
         sentences as SEAL's deterministic splitter finds them, so that verification asks about as many units."""
