@@ -191,10 +191,10 @@ def parse_card(path: Path) -> DatasetInfo:
     if problems:
         raise InputError(problems[0][1], file=str(path), field=problems[0][0])
     names = tuple(d.name for d in info.dimensions)
-    checklist = info.artifacts.checkeval
-    if checklist is not None and checklist.endswith((".yaml", ".yml")):
-        own = str((path.parent / checklist).resolve())
-        info = info.model_copy(update={"artifacts": info.artifacts.model_copy(update={"checkeval": own})})
+    beside = {k: str((path.parent / v).resolve()) for k, v in info.artifacts.model_dump().items()
+              if isinstance(v, str) and v.endswith((".yaml", ".yml", ".json")) and (path.parent / v).is_file()}
+    if beside:  # an artifact file the card names beside it (a user's own checklist): found wherever the run starts
+        info = info.model_copy(update={"artifacts": info.artifacts.model_copy(update=beside)})
     return info.model_copy(update={
         "file": str((path.parent / info.file).resolve()),
         "default_dimensions": info.default_dimensions or names,
