@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 import textwrap
 from importlib.metadata import EntryPoint
@@ -16,9 +17,11 @@ from assay.methods import get_method, method_names
 
 # The whole plugin: a judge backend that always gives one answer, and a method that asks for one number.
 PLUGIN = textwrap.dedent('''
+    from pydantic import BaseModel, ConfigDict
+
     from assay.judges.ask import ask
     from assay.judges.base import Choice, Judge, JudgeIdentity, Request, Response
-    from assay.methods.base import Method
+    from assay.methods.base import AnswerReader, ArtifactKind, Built, Method
     from assay.answers.parsing import parse_rating
 
 
@@ -35,8 +38,39 @@ PLUGIN = textwrap.dedent('''
             return Response(choices=[Choice(text=self.answer, finish_reason="stop")], model=self.identity.model)
 
 
+    class TinyReader(AnswerReader):
+        """How `assay import` reads the tiny method's answers written elsewhere."""
+        method = "tiny"
+
+        def read(self, sample, rec, *, file, record):
+            (text,) = self.texts(rec, file, record)
+            parsed = parse_rating(text, self.dimension.scale)
+            return parsed.value, {"answer": text}, f"unparseable answer: {parsed.error}" if parsed.error else None
+
+
+    class NotesOptions(BaseModel):
+        model_config = ConfigDict(extra="forbid")
+        words: int = 3
+
+
+    def plan_notes(dataset, dimensions, opts):
+        dims = dataset.dimensions(dimensions)  # unknown names fail before any judge is loaded
+
+        async def build(judge):
+            prompt = f"Write {opts.words} words on {dims[0].name}"
+            text = (await ask(judge, Request.chat(prompt, max_tokens=8), stage="notes")).response.text
+            return Built(text, f"notes: {text}\\n", f"n{len(text)}")
+
+        return build
+
+
     class TinyMethod(Method):
         name = "tiny"
+        Reader = TinyReader
+        builds = {"tiny-notes": ArtifactKind(NotesOptions, plan_notes)}
+
+        def standin(self, request, stage):
+            return "4"
 
         async def score(self, sample, dimension, ctx):
             prompt = f"Rate {dimension.name} ({dimension.scale.label()}): {sample.output}"
@@ -127,3 +161,36 @@ def test_pyproject_declares_exactly_the_built_ins():
     declared = project["entry-points"]
     assert declared["assay.judges"] == judges._BUILTIN
     assert declared["assay.methods"] == methods._BUILTIN
+
+
+def test_a_plugin_method_imports_answers_written_elsewhere(plugin, topical_chat, tmp_path):
+    from assay.importer.write import ImportOptions, import_answers
+
+    ids = [s.id for s in topical_chat.samples[:3]]
+    answers = tmp_path / "answers.jsonl"
+    answers.write_text("".join(json.dumps({"sid": i, "said": a}) + "\n" for i, a in
+                               zip(ids, ["2", "3", "so-so"], strict=True)))
+    res = import_answers(answers, ImportOptions(method="tiny", dataset="topical-chat", dimension="naturalness",
+                                                answers="said", id="sid"), tmp_path / "run")
+    assert res.counts["scored"] == 2 and res.counts["parse_failed"] == 1
+    assert [(j.method, j.score) for j in res.judgments] == [("tiny", 2.0), ("tiny", 3.0), ("tiny", None)]
+    with pytest.raises(ConfigError, match="--mode does not apply to method tiny"):
+        import_answers(answers, ImportOptions(method="tiny", dataset="topical-chat", dimension="naturalness",
+                                              answers="said", id="sid", mode="greedy"), tmp_path / "run2")
+
+
+def test_a_plugin_method_is_estimated_with_its_own_stand_in(plugin, topical_chat):
+    est = assay.evaluate(topical_chat, method="tiny", judge="tiny:three", dimensions=["naturalness"], limit=3,
+                         estimate=True)
+    (score,) = est.stages
+    assert (score.stage, score.calls, score.exact_calls) == ("score", 3, 3)
+    assert score.completion_tokens == 3  # one token per stand-in answer "4", the method's own
+
+
+def test_a_plugin_method_builds_its_artifact(plugin, topical_chat, tmp_path):
+    built = assay.prepare("tiny-notes", dataset=topical_chat, judge="tiny:three", dimensions=["naturalness"],
+                          options={"words": 2}, out=tmp_path / "notes.txt")
+    assert (built.method, built.text, built.calls) == ("tiny", "notes: 3\n", 1)
+    assert (tmp_path / "notes.txt").read_text() == "notes: 3\n"
+    with pytest.raises(ConfigError, match="options of 'tiny-notes': wrods: Extra inputs"):
+        assay.prepare("tiny-notes", dataset=topical_chat, judge="tiny:three", options={"wrods": 2})
