@@ -128,7 +128,7 @@ def test_methods_keep_no_table_keyed_by_dataset_names():
 #: actor's managed judge (a middleware subclass) handing on to the middleware.
 GENERATE_ALLOWED = {("judges/ask.py", "judge.generate("), ("judges/middleware.py", "self.inner.generate("),
                     ("judges/base.py", "self.generate("), ("judges/batch.py", "self.live.generate("),
-                    ("ray_executor.py", "super().generate(")}
+                    ("run/ray_executor.py", "super().generate(")}
 
 
 def generate_calls(root: Path) -> list[tuple[str, int, str]]:
@@ -150,3 +150,38 @@ def test_every_judge_call_goes_through_the_one_call_path():
 def test_the_generate_scan_finds_a_direct_call(tmp_path):
     (tmp_path / "m.py").write_text("async def f(ctx, r):\n    return await ctx.judge.generate(r, stage='x')\n")
     assert generate_calls(tmp_path) == [("m.py", 2, "ctx.judge.generate(")]
+
+
+#: The commands a method may have of its own (``assay geval steps``, ``assay checklist``, ``assay rubric``).
+METHOD_COMMANDS = {"cli/geval.py", "cli/checklist.py", "cli/rubric.py"}
+
+
+def method_names_outside_methods(root: Path, names: set[str]) -> list[str]:
+    """String constants equal to a method's name in code outside ``methods/`` (docstrings aside): each one a place
+    that knows a method by name instead of asking the method (a hook on ``Method``)."""
+    found = []
+    for file in sorted(root.rglob("*.py")):
+        rel = file.relative_to(root).as_posix()
+        if rel.startswith("methods/") or rel in METHOD_COMMANDS:
+            continue
+        tree = ast.parse(file.read_text(encoding="utf-8"))
+        docstrings = {id(node.value) for node in ast.walk(tree) if isinstance(node, ast.Expr)
+                      and isinstance(node.value, ast.Constant)}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Constant) and id(node) not in docstrings and node.value in names:
+                found.append(f"{rel}:{node.lineno}: {node.value!r}")
+    return found
+
+
+def test_no_code_outside_methods_names_a_method():
+    """A plugin method gets every feature only if nothing outside ``methods/`` switches on a method's name."""
+    from assay.methods import _BUILTIN
+
+    assert method_names_outside_methods(SRC, set(_BUILTIN)) == []
+
+
+def test_the_method_name_scan_finds_a_switch(tmp_path):
+    (tmp_path / "probe.py").write_text('"""Mentions geval in prose."""\nif method == "geval":\n    pass\n')
+    (tmp_path / "methods").mkdir()
+    (tmp_path / "methods" / "x.py").write_text('NAME = "geval"\n')
+    assert method_names_outside_methods(tmp_path, {"geval"}) == ["probe.py:2: 'geval'"]

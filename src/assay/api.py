@@ -10,7 +10,7 @@ from assay.datasets import Dataset
 from assay.errors import ConfigError
 from assay.judges import DEFAULT_JUDGE, Judge, ManagedJudge, PriceTable, RetryPolicy
 from assay.judges.batch import BatchOptions
-from assay.methods import Method
+from assay.methods import DEFAULT_METHOD, Method
 from assay.run.estimate import Estimate, estimate_run
 from assay.run.executor import Progress
 from assay.run.ray_executor import import_ray, parse_executor, ray_settings_for
@@ -23,7 +23,7 @@ __all__ = ["RunResult", "evaluate", "evaluate_async"]
 async def evaluate_async(
     data: Dataset | str | list[Sample],
     *,
-    method: str | Method = "direct",
+    method: str | Method = DEFAULT_METHOD,
     judge: str | Judge = DEFAULT_JUDGE,
     dimensions: list[str] | list[Dimension] | None = None,
     run_dir: str | Path | None = None,

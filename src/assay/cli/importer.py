@@ -7,6 +7,8 @@ from typing import Annotated
 
 import typer
 
+from assay.methods import DEFAULT_METHOD
+
 
 def import_cmd(
     answers_file: Annotated[Path, typer.Argument(help="Answers: JSON (list), JSONL, CSV or Parquet")],
@@ -14,7 +16,7 @@ def import_cmd(
     dimension: Annotated[str, typer.Option(help="The dimension the answers rate (gereval: the rubric criterion)")],
     answers: Annotated[str, typer.Option(help="Field with the judge's raw answer text (or a list of texts)")],
     method: Annotated[str, typer.Option("--method", "-m", help="The method whose answers these are (one with an "
-                                                               "import reader)")] = "direct",
+                                                               "import reader)")] = DEFAULT_METHOD,
     match: Annotated[str | None, typer.Option(help="Fields naming the sample: FIELD or FILE_FIELD=SAMPLE_FIELD, "
                                                    "comma-separated (id, doc_id, system_id, source, output, "
                                                    "reference, context)")] = None,

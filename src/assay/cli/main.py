@@ -18,6 +18,7 @@ from rich.table import Table
 from assay.cli.options import JUDGE_HELP, METHOD_HELP, JudgeOpt
 from assay.errors import AssayError
 from assay.judges import DEFAULT_JUDGE
+from assay.methods import DEFAULT_METHOD
 
 app = typer.Typer(no_args_is_help=True, add_completion=False,
                   help="Judge generated text with LLMs and measure how far the judges can be trusted.")
@@ -61,7 +62,7 @@ def _convert(value: str) -> Any:
 def run(
     ctx: typer.Context,
     method: Annotated[str, typer.Option("--method", "-m", help=METHOD_HELP)]
-    = "direct",
+    = DEFAULT_METHOD,
     dataset: Annotated[str, typer.Option("--dataset", "-d", help="Name, NAME:PATH, or a dataset spec .yaml")]
     = "topical-chat",
     dimension: Annotated[list[str] | None, typer.Option("--dimension", help="Repeatable; default: the dataset's")]

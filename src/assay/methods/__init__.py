@@ -8,7 +8,7 @@ from assay.common.plugins import Registry
 from assay.errors import ConfigError
 from assay.methods.base import Method, MethodOptions, RunContext
 
-__all__ = ["Method", "MethodOptions", "RunContext", "get_method", "make_method", "method_names"]
+__all__ = ["DEFAULT_METHOD", "Method", "MethodOptions", "RunContext", "get_method", "make_method", "method_names"]
 
 # Built-ins are declared exactly like plugins: "module:Class", imported on first use.
 _BUILTIN = {
@@ -19,6 +19,9 @@ _BUILTIN = {
     "gereval": "assay.methods.gereval:GerEval",
 }
 
+
+#: The method a run uses when none is named: the holistic baseline the papers compare against.
+DEFAULT_METHOD = "direct"
 
 _REGISTRY = Registry("assay.methods", "method", _BUILTIN, Method)
 
