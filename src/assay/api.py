@@ -162,6 +162,7 @@ async def evaluate_async(
     dataset, dim_names = _as_dataset(data, dimensions)
     dataset = dataset.select(limit=limit, docs=docs)
     meth = make_method(method, options) if isinstance(method, str) else method
+    dataset = meth.work_items(dataset)
     dims = _dimensions(meth, dataset, dim_names)
     if estimate:
         return await estimate_run(meth, dataset, dims, judge, judge_options=judge_options, run_dir=run_dir,

@@ -24,6 +24,12 @@ TYPICAL_STEPS = (
     "4. Assign a score on the scale given, from the lowest for a text that fails the criterion to the highest "
     "for a text that meets it fully."
 )
+#: A pairwise verdict with a short explanation before it (about 60 tokens), as the prompts ask.
+TYPICAL_VERDICT = (
+    "Both texts address the input. The first covers the main points more completely and states them more "
+    "clearly, while the second leaves out a key detail and repeats itself. On the criterion asked, the first is "
+    "better.\n[[A]]"
+)
 _SCALE = re.compile(r"from (\d+) (?:to|-) (\d+)|\((\d+)-(\d+)\)")
 _CHECK_STOP = re.compile(r"^Q(\d+):$")
 _FENCE = re.compile(re.escape(OPEN) + r"([^<>\n]+)" + re.escape(CLOSE) + r"\n(.*?)\n" + re.escape(OPEN)
@@ -46,7 +52,15 @@ def answer(request: Request, stage: str) -> str:
         return checklist_answer(questions)
     if stage == "steps":
         return TYPICAL_STEPS
+    if is_verdict_request(request):
+        return TYPICAL_VERDICT
     return str(middle_rating(prompt))
+
+
+def is_verdict_request(request: Request) -> bool:
+    """Whether a request asks for a pairwise verdict (its instructions name ``[[A]]``, ``[[B]]`` and ``[[C]]``)."""
+    text = "\n".join(m.content for m in request.messages)
+    return all(f"[[{x}]]" in text for x in "ABC")
 
 
 def middle_rating(prompt: str) -> int:

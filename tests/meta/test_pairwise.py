@@ -154,14 +154,28 @@ def test_human_preferences_keep_pairs_beyond_the_margin() -> None:
 def test_agreement_with_people_by_hand() -> None:
     rep = pw.pairwise_report(table(), n_boot=0, human_margin=1 / 3, pointwise={"q": pointwise()})["q"]
     # judge labels on the 4 human-decided pairs: A, C, A, C; people: A, B, B, B
-    # accuracy 1/4; kappa: p_o = 1/4, p_e = (2*1 + 0*3 + 2*0)/16 = 1/8 -> (1/4 - 1/8) / (7/8) = 1/7
+    # accuracy 1/4. kappa on both orientations (8 labels): judge A, C, A, C, B, C, B, C; people A, B, B, B, B, A,
+    # A, A: p_o = 2/8; judge marginals A 2, B 2, C 4; people A 4, B 4 -> p_e = (2*4 + 2*4) / 64 = 1/4 -> kappa 0
     assert rep["human_agreement"]["accuracy"] == pytest.approx(0.25)
-    assert rep["human_agreement"]["kappa"] == pytest.approx(1 / 7)
+    assert rep["human_agreement"]["kappa"] == pytest.approx(0.0)
     assert rep["human_agreement"]["n_pairs"] == 4
     # pointwise scores imply A, B, B, B on those pairs: all agree
     assert rep["pointwise_agreement"]["accuracy"] == 1.0
     assert rep["pointwise_agreement"]["kappa"] == pytest.approx(1.0)
     assert rep["pointwise_agreement"]["n_pairs"] == 4
+
+
+def test_kappa_by_hand_and_unchanged_when_pairs_are_flipped() -> None:
+    judge = pd.Series(["A", "A", "B", "A", "C"])
+    people = pd.Series(["A", "A", "B", "B", "A"])
+    # both orientations (10 labels): judge A 4, B 4, C 2; people A 5, B 5; agreeing 6 of 10
+    # p_e = (4*5 + 4*5) / 100 = 0.4 -> kappa = (0.6 - 0.4) / 0.6 = 1/3
+    res = pw.agreement(judge, people)
+    assert res == {"accuracy": pytest.approx(0.6), "kappa": pytest.approx(1 / 3), "n_pairs": 5}
+    swap = {"A": "B", "B": "A", "C": "C"}
+    flipped = pw.agreement(judge.map(swap).where(judge.index != 0, judge), people.map(swap).where(people.index != 0,
+                                                                                                     people))
+    assert flipped["kappa"] == pytest.approx(1 / 3)
 
 
 def test_implied_preferences_tie_on_equal_scores_and_skip_missing() -> None:

@@ -260,6 +260,10 @@ def agreement(judge: pd.Series, human: pd.Series) -> dict[str, float | int | Non
     """Accuracy and Cohen's kappa of a judge's pair labels (``A``/``B``/``C``) against people's (``A``/``B``),
     over the pairs both have; a judge's tie never matches (people's tie pairs are left out by the margin).
 
+    Which output of a pair is "A" is arbitrary (file order), so kappa is computed on the table of every pair
+    counted once in each orientation (A and B swapped in both labels): it does not change when pairs are
+    flipped, and stays defined when one orientation happens to hold all preferences (every "B" in file order).
+
     Returns:
         ``{"accuracy", "kappa", "n_pairs"}`` (None where no pair is shared).
     """
@@ -269,7 +273,9 @@ def agreement(judge: pd.Series, human: pd.Series) -> dict[str, float | int | Non
     if both.empty:
         return {"accuracy": None, "kappa": None, "n_pairs": 0}
     labels = ["A", "B", "C"]
-    table = pd.crosstab(both["j"], both["h"]).reindex(index=labels, columns=labels, fill_value=0).to_numpy()
+    swap = {"A": "B", "B": "A", "C": "C"}
+    sym = pd.concat([both, both.apply(lambda col: col.map(swap))])
+    table = pd.crosstab(sym["j"], sym["h"]).reindex(index=labels, columns=labels, fill_value=0).to_numpy()
     expected_agree = (table.sum(axis=1) * table.sum(axis=0)).sum() / table.sum() ** 2
     kappa = None if expected_agree == 1 else float(cohens_kappa(table, return_results=False))
     return {"accuracy": float((both["j"] == both["h"]).mean()), "kappa": kappa, "n_pairs": len(both)}
@@ -317,3 +323,25 @@ def pairwise_report(frame: pd.DataFrame, *, inconsistent: Inconsistent = "tie", 
                 entry["human_agreement_shared"] = agreement(read["pref"].map(_label)[shared], people[shared])
         report[str(dim)] = entry
     return report
+
+
+def verdict_table(records: list[Mapping[str, Any]]) -> pd.DataFrame:
+    """The verdict table (:data:`COLUMNS` and the optional ones) from a pairwise run's judgments, each a mapping
+    with ``doc_id``, ``dimension`` and the ``trace`` the pairwise method writes (``pair`` and ``orders``).
+    A judgment whose trace has no pair (another method's) is refused."""
+    rows = []
+    for rec in records:
+        trace = rec.get("trace") or {}
+        pair, orders = trace.get("pair"), trace.get("orders") or {}
+        if not pair:
+            raise ValueError(f"judgment {rec.get('sample_id')!r} ({rec.get('dimension')}) is no pairwise verdict")
+        a, b = pair["a"], pair["b"]
+        rows.append({"doc_id": rec["doc_id"], "dimension": rec["dimension"], "a_system": a["system_id"],
+                     "b_system": b["system_id"], "a_id": a["id"], "b_id": b["id"],
+                     "ab": (orders.get("ab") or {}).get("verdict"), "ba": (orders.get("ba") or {}).get("verdict"),
+                     "a_length": a.get("length"), "b_length": b.get("length"),
+                     "a_human": a.get("human"), "b_human": b.get("human")})
+    frame = pd.DataFrame(rows, columns=[*COLUMNS, "a_id", "b_id", "a_length", "b_length", "a_human", "b_human"])
+    for col in ("a_human", "b_human", "a_length", "b_length"):
+        frame[col] = pd.to_numeric(frame[col], errors="coerce")
+    return frame

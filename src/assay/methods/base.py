@@ -143,6 +143,15 @@ class Method(abc.ABC):
         """
         return None
 
+    def work_items(self, dataset: Dataset) -> Dataset:
+        """The dataset as this method's work items, each a :class:`Sample` judged per dimension.
+
+        The default is the dataset as it is (one output per item). A method that judges something else than
+        one output returns its own items: ``pairwise`` one sample per pair of outputs of an input. Called once
+        per run, right after the dataset is selected (``limit``, ``docs``) and before anything is stored.
+        """
+        return dataset
+
     async def prepare(self, ctx: RunContext) -> dict[str, Any]:
         """Build or load artifacts once per run (steps, checklists, rubrics).
 
