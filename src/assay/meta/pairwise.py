@@ -167,20 +167,24 @@ def bradley_terry(frame: pd.DataFrame, *, n_boot: int = 1000, seed: int = 0, ci:
                   alpha: float = 0.01) -> dict[str, dict[str, float | None]]:
     """Bradley-Terry strengths (log-scale, centred on zero, fitted by ``choix``'s iterative Luce spectral
     ranking with a small ``alpha`` regularisation so that an unbeaten system stays finite), ties counted as
-    half a win each way, with percentile intervals from refits on inputs resampled as in :func:`win_rates`.
+    half a win each way, with percentile intervals from refits on inputs resampled as in :func:`win_rates` (a
+    resample without any game of a system leaves that system out of its interval).
 
     Returns:
         ``{system: {"bt", "bt_low", "bt_high"}}``.
     """
     systems = sorted(set(frame["a_system"]) | set(frame["b_system"]))
     docs = list(dict.fromkeys(frame["doc_id"]))
-    points, _ = _tallies(frame, systems, docs)
+    points, games = _tallies(frame, systems, docs)
     if len(systems) < 2:
         return {s: {"bt": None, "bt_low": None, "bt_high": None} for s in systems}
     fit = _bt_fit(points.sum(axis=0), alpha)
     boot = np.full((n_boot, len(systems)), np.nan)
+    played = games.sum(axis=2)
     for b, row in enumerate(resample_indices(len(docs), n_boot, seed) if n_boot else []):
-        boot[b] = _bt_fit(np.tensordot(np.bincount(row, minlength=len(docs)), points, axes=1), alpha)
+        weights = np.bincount(row, minlength=len(docs))
+        strengths = _bt_fit(np.tensordot(weights, points, axes=1), alpha)
+        boot[b] = np.where(weights @ played > 0, strengths, np.nan)  # a system absent from a resample: no value
     out = {}
     for i, s in enumerate(systems):
         lo, hi = _interval(boot[:, i], ci) if n_boot else (None, None)

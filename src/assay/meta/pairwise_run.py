@@ -68,3 +68,32 @@ def run_report(run_dir: str | Path, *, n_boot: int = 1000, seed: int = 0, ci: fl
     settings = manifest.get("method_settings") or {}
     return pairwise_report(frame, inconsistent=settings.get("inconsistent", "tie"), n_boot=n_boot, seed=seed,
                            ci=ci, human_margin=human_margins(manifest, scales, human_margin), pointwise=pointwise)
+
+
+def _closer(pairwise: dict[str, Any], pointwise: dict[str, Any]) -> str:
+    key = "kappa" if pairwise.get("kappa") is not None and pointwise.get("kappa") is not None else "accuracy"
+    a, b = pairwise.get(key), pointwise.get(key)
+    if a is None or b is None:
+        return "-"
+    return "pairwise" if a > b else "pointwise" if b > a else "neither"
+
+
+def compare_protocols(pairwise_run: str | Path, pointwise_scores: dict[str, dict[str, float | None]], *,
+                      human_margin: float | None = None) -> list[dict[str, Any]]:
+    """Per dimension, the pairwise judge's and a pointwise run's agreement with people on the same pairs (those
+    both judged and people decided), and which is closer (``assay compare POINTWISE_RUN PAIRWISE_RUN``).
+
+    Args:
+        pairwise_run: The pairwise run directory.
+        pointwise_scores: ``{dimension: {sample_id: score}}`` of the pointwise run on the same outputs.
+        human_margin: As in :func:`run_report`.
+    """
+    report = run_report(pairwise_run, n_boot=0, human_margin=human_margin, pointwise=pointwise_scores)
+    rows = []
+    for dim, rep in report.items():
+        point, pair = rep.get("pointwise_agreement"), rep.get("human_agreement_shared")
+        if point is None or pair is None:
+            continue
+        rows.append({"dimension": dim, "pairwise": pair, "pointwise": point, "n_pairs": point["n_pairs"],
+                     "margin": point["margin"], "closer": _closer(pair, point)})
+    return rows
