@@ -22,8 +22,9 @@ import pandas as pd
 from assay.meta.bootstrap import resample_indices
 from assay.types import Scale
 
-__all__ = ["COLUMNS", "Inconsistent", "agreement", "bradley_terry", "default_margin", "human_preferences",
-           "implied_preferences", "length_controlled", "order_stats", "outcomes", "pairwise_report", "win_rates"]
+__all__ = ["COLUMNS", "Inconsistent", "agreement", "bradley_terry", "default_margin", "first_position_interval",
+           "human_preferences", "implied_preferences", "length_controlled", "order_stats", "outcomes",
+           "pairwise_report", "verdict_table", "win_rates"]
 
 #: The columns every verdict table has.
 COLUMNS = ("doc_id", "a_system", "b_system", "dimension", "ab", "ba")
@@ -92,6 +93,23 @@ def order_stats(frame: pd.DataFrame) -> dict[str, Any]:
         "tie_rate": float((verdicts == "C").mean()) if len(verdicts) else None,
         "n_pairs": n, "n_inconsistent": n_flip, "n_unread": int((~read).sum()),
     }
+
+
+def first_position_interval(frame: pd.DataFrame, *, n_boot: int = 1000, seed: int = 0,
+                            ci: float = 0.95) -> tuple[float | None, float | None]:
+    """Percentile bootstrap interval (inputs resampled) of the first-position win rate of :func:`order_stats`."""
+    docs = list(dict.fromkeys(frame["doc_id"]))
+    if not docs or not n_boot:
+        return None, None
+    pos = {d: i for i, d in enumerate(docs)}
+    points, counts = np.zeros(len(docs)), np.zeros(len(docs))
+    for col in ("ab", "ba"):
+        for d, v in zip(frame["doc_id"], frame[col], strict=True):
+            if v in _VERDICTS:
+                points[pos[d]] += 1.0 if v == "A" else 0.5 if v == "C" else 0.0
+                counts[pos[d]] += 1
+    weights = np.stack([np.bincount(row, minlength=len(docs)) for row in resample_indices(len(docs), n_boot, seed)])
+    return _interval(_ratio(weights @ points, weights @ counts), ci)
 
 
 def _tallies(frame: pd.DataFrame, systems: list[str], docs: list[str]) -> tuple[np.ndarray, np.ndarray]:

@@ -97,6 +97,9 @@ async def probe_async(run_dir: str | Path, *, checks: list[str] | None = None, b
             out["checks"].append(preference_gap(units, human_written=human_systems, references=refs, n_boot=n_boot,
                                                 seed=seed))
     reask = [c for c in wanted if c in REASK_CHECKS]
+    if manifest["method"] == "pairwise":  # both orders are in the run: order sensitivity needs no call
+        out["checks"] += _pairwise_checks(Path(run_dir), reask, n_boot, seed)
+        reask = []
     gap = next((c for c in out["checks"] if c["check"] == "preference_gap"), None)
     if gap is not None and not gap["computed"] and gap["reason"].startswith(UNRATED_REFERENCES):
         reask.append("preference_gap")  # the judge's side, from the references
@@ -119,6 +122,21 @@ async def probe_async(run_dir: str | Path, *, checks: list[str] | None = None, b
     if save:
         with RunStore(run_dir) as store:
             store.set_meta(META_KEY, out)
+    return out
+
+
+def _pairwise_checks(run_dir: Path, wanted: list[str], n_boot: int, seed: int) -> list[dict[str, Any]]:
+    """A pairwise run's re-asking checks: order sensitivity from its own verdicts, the others not computed."""
+    from assay.meta.pairwise_run import read_pairwise
+    from assay.probe.offline import pairwise_order
+
+    out = []
+    for name in wanted:
+        if name == "order_sensitivity":
+            out.append(pairwise_order(read_pairwise(run_dir)[0], n_boot=n_boot, seed=seed))
+        else:
+            out.append(result(name, "-", reason="not available for a pairwise run (its items are pairs; order "
+                                                "sensitivity is read from the run itself)"))
     return out
 
 

@@ -210,3 +210,19 @@ def test_estimate_counts_two_calls_per_pair_and_dimension_and_reads_every_stand_
     assert est.units == 12
     assert [s.stage for s in est.stages] == ["verdict"]  # no re-ask: the stand-in's verdict is read
     assert est.total().calls == 2 * 12
+
+
+def test_probe_reads_order_sensitivity_from_the_run_without_a_call(tmp_path):
+    from assay.probe.run import probe
+
+    judge = ScriptedJudge(always_a)
+    assay.evaluate(dataset(), method="pairwise", judge=judge, run_dir=tmp_path / "a")
+    asked = len(judge.requests)
+    res = probe(tmp_path / "a", checks=["order_sensitivity", "self_consistency"], judge=judge, n_boot=200)
+    assert len(judge.requests) == asked and res["calls"]["new"] == 0
+    order = next(c for c in res["checks"] if c["check"] == "order_sensitivity")
+    row = order["rows"][0]
+    assert row["estimate"] == 1.0 and row["consistency"] == 0.0 and row["flagged"] is True
+    assay.evaluate(dataset(), method="pairwise", judge=ScriptedJudge(by_marker), run_dir=tmp_path / "m")
+    row = next(c for c in probe(tmp_path / "m", checks=["order_sensitivity"], n_boot=200)["checks"])["rows"][0]
+    assert row["estimate"] == 0.5 and row["consistency"] == 1.0 and row["flagged"] is False
