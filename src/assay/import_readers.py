@@ -45,6 +45,12 @@ class AnswerReader(abc.ABC):
         """What the manifest records about the artifacts the answers were read against."""
         return {}
 
+    def work_items(self, dataset: Dataset, records: Any, match: list[tuple[str, str]], *,
+                   file: str = "") -> tuple[Dataset, Any, list[tuple[str, str]]]:
+        """The samples the records are matched to, the records, and the match fields: by default the dataset's
+        outputs as they are (pairwise imports match records to pairs of outputs instead)."""
+        return dataset, records, match
+
     @abc.abstractmethod
     def read(self, sample: Sample, rec: dict[str, Any], *, file: str, record: Any) -> Read:
         """The score (or None), the trace and the error of one record's answer.
@@ -262,7 +268,7 @@ def make_reader(method: str, dataset: Dataset, dimension: str, answers: str, *, 
 
     given = {"--mode": mode, "--logprobs": logprobs, "--checklist": checklist, "--rubric": rubric}
     takes = {"direct": (), "geval": ("--mode", "--logprobs"), "checkeval": ("--checklist",),
-             "gereval": ("--rubric",)}
+             "gereval": ("--rubric",), "pairwise": ()}
     if method not in takes:
         raise ConfigError(f"assay import reads the answers of {', '.join(METHODS)}; not {method!r}")
     extra = [k for k, v in given.items() if v and k not in takes[method]]
@@ -270,6 +276,10 @@ def make_reader(method: str, dataset: Dataset, dimension: str, answers: str, *, 
         raise ConfigError(f"{', '.join(extra)} does not apply to method {method}")
     if method == "direct":
         return DirectReader(dataset, dimension, answers, strict=strict)
+    if method == "pairwise":  # self-contained in its method package
+        from assay.methods.pairwise.importer import PairwiseReader
+
+        return PairwiseReader(dataset, dimension, answers, strict=strict)
     if method == "geval":
         return GEvalReader(dataset, dimension, answers, mode=mode, logprobs=logprobs, strict=strict)
     if method == "checkeval":

@@ -21,7 +21,7 @@ from assay.judges.base import Choice, JudgeIdentity, Response, TokenLogprobs, To
 from assay.types import Dimension, Judgment, Sample
 
 SAMPLE_FIELDS = ("id", "doc_id", "system_id", "source", "output", "reference", "context")
-METHODS = ("direct", "geval", "checkeval", "gereval")
+METHODS = ("direct", "geval", "checkeval", "gereval", "pairwise")
 SHOWN = 5  # records named in a report of unmatched, ambiguous or duplicate records
 
 Duplicates = Literal["refuse", "first", "skip"]

@@ -144,19 +144,27 @@ class Pairwise(Method):
             trace["orders"][key] = {"first": first, "verdict": got.value, "winner": winners[key],
                                     "answer": got.response.text, "error": got.error,
                                     "calls": [c.to_trace() for c in got.calls]}
-        unread = [k for k in winners if winners[k] is None]
-        if unread:
-            errors = "; ".join(f"({k[0].upper()}, {k[1].upper()}) order: {trace['orders'][k]['error']}" for k in unread)
-            trace["outcome"] = None
-            return self.judgment(sample, dimension, ctx, score=None, trace=trace, error=f"unreadable verdict: {errors}")
-        consistent = winners["ab"] == winners["ba"]
-        trace["consistent"] = consistent
-        trace["outcome"] = winners["ab"] if consistent else "inconsistent"
-        if consistent:
-            return self.judgment(sample, dimension, ctx, score={"A": 1.0, "B": 0.0, "C": 0.5}[winners["ab"]],
-                                 trace=trace)
-        if self.options.inconsistent == "drop":
-            return self.judgment(sample, dimension, ctx, score=None, trace=trace,
-                                 error=f"inconsistent: the verdict flips with the order ({winners['ab']} shown "
-                                       f"(A, B), {winners['ba']} shown (B, A)); dropped (inconsistent=drop)")
-        return self.judgment(sample, dimension, ctx, score=0.5, trace=trace)
+        score, error = decide(trace, winners, self.options.inconsistent)
+        return self.judgment(sample, dimension, ctx, score=score, trace=trace, error=error)
+
+
+def decide(trace: dict[str, Any], winners: dict[str, str | None],
+           inconsistent: str) -> tuple[float | None, str | None]:
+    """A pair's score (the preference for A) and error from the output chosen in each order (``ab``, ``ba``:
+    ``"A"``, ``"B"``, ``"C"`` or None when unread); sets ``consistent`` and ``outcome`` in ``trace``. Shared by
+    the live method and the import of pairwise verdicts (pure)."""
+    unread = [k for k in ("ab", "ba") if winners.get(k) is None]
+    if unread:
+        trace["outcome"] = None
+        errors = "; ".join(f"({k[0].upper()}, {k[1].upper()}) order: "
+                           f"{(trace.get('orders', {}).get(k) or {}).get('error') or 'no verdict'}" for k in unread)
+        return None, f"unreadable verdict: {errors}"
+    consistent = winners["ab"] == winners["ba"]
+    trace["consistent"] = consistent
+    trace["outcome"] = winners["ab"] if consistent else "inconsistent"
+    if consistent:
+        return {"A": 1.0, "B": 0.0, "C": 0.5}[str(winners["ab"])], None
+    if inconsistent == "drop":
+        return None, (f"inconsistent: the verdict flips with the order ({winners['ab']} shown (A, B), "
+                      f"{winners['ba']} shown (B, A)); dropped (inconsistent=drop)")
+    return 0.5, None
