@@ -73,12 +73,16 @@ def run(data: str, dim: str, docs: int, judge: str, pairs: str) -> None:
           f"{t_point:.1f} s in all; {point.units.get('parse_failed', 0)} unreadable")
     print(f"    pairwise per pair:   {qc:.2f} calls, {qp:.0f} prompt + {qcomp:.0f} completion tokens; "
           f"{t_pair:.1f} s in all; {pair.units.get('parse_failed', 0)} unreadable")
-    print(f"    consistency {rep['consistency']}, position bias {rep['position_bias']}, first-position win rate "
-          f"{rep['first_position_win_rate']}, tie rate {rep['tie_rate']}")
+    print(f"    consistency {fmt(rep['consistency'])}, position bias {fmt(rep['position_bias'])}, first-position "
+          f"win rate {fmt(rep['first_position_win_rate'])}, tie rate {fmt(rep['tie_rate'])}")
     h, p = both.get("human_agreement_shared"), both.get("pointwise_agreement")
     if h and p:
-        print(f"    agreement with people on {h['n_pairs']} pairs: pairwise accuracy {h['accuracy']:.3f} "
-              f"kappa {h['kappa']}, direct accuracy {p['accuracy']:.3f} kappa {p['kappa']}")
+        print(f"    agreement with people on {h['n_pairs']} pairs: pairwise accuracy {fmt(h['accuracy'])} "
+              f"kappa {fmt(h['kappa'])}, direct accuracy {fmt(p['accuracy'])} kappa {fmt(p['kappa'])}")
+
+
+def fmt(x: float | None) -> str:
+    return "-" if x is None else f"{x:.3f}"
 
 
 def main() -> None:
