@@ -13,7 +13,7 @@ it out instead). Optional columns: ``a_length`` / ``b_length`` (for the length-c
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 import numpy as np
@@ -239,7 +239,7 @@ def length_controlled(frame: pd.DataFrame, *, alpha: float = 1e-3) -> dict[str, 
     model = sm.GLM(y, np.vstack([design, design]), family=sm.families.Binomial(),
                    freq_weights=np.concatenate([pref, 1 - pref]))
     theta = np.asarray(model.fit_regularized(alpha=alpha, L1_wt=0.0).params)[:-1]
-    met = {s: set() for s in systems}
+    met: dict[str, set[str]] = {s: set() for s in systems}
     for a, b in zip(scored["a_system"], scored["b_system"], strict=True):
         met[a].add(b)
         met[b].add(a)
@@ -260,7 +260,7 @@ def human_preferences(frame: pd.DataFrame, margin: float) -> pd.Series:
     if "a_human" not in frame:
         return pd.Series([None] * len(frame), index=frame.index, dtype=object)
     diff = frame["a_human"].astype(float) - frame["b_human"].astype(float)
-    return pd.Series(np.where(diff >= margin, "A", np.where(diff <= -margin, "B", None)), index=frame.index,
+    return pd.Series(["A" if d >= margin else "B" if d <= -margin else None for d in diff], index=frame.index,
                      dtype=object)
 
 
@@ -347,7 +347,7 @@ def pairwise_report(frame: pd.DataFrame, *, inconsistent: Inconsistent = "tie", 
     return report
 
 
-def verdict_table(records: list[Mapping[str, Any]]) -> pd.DataFrame:
+def verdict_table(records: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
     """The verdict table (:data:`COLUMNS` and the optional ones) from a pairwise run's judgments, each a mapping
     with ``doc_id``, ``dimension`` and the ``trace`` the pairwise method writes (``pair`` and ``orders``).
     A judgment whose trace has no pair (another method's) is refused."""

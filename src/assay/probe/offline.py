@@ -207,7 +207,7 @@ def pairwise_order(frame: Any, *, n_boot: int = 1000, seed: int = 0) -> dict[str
     for dim, group in frame.groupby("dimension", sort=False):
         stats = order_stats(outcomes(group))
         lo, hi = first_position_interval(group, n_boot=n_boot, seed=seed)
-        flagged, note = flag_or_none(lo is not None and not lo <= 0.5 <= hi, stats["n_pairs"])
+        flagged, note = flag_or_none(lo is not None and hi is not None and not lo <= 0.5 <= hi, stats["n_pairs"])
         rows.append({"dimension": str(dim), "n": stats["n_pairs"], "label": "first-position win rate",
                      "estimate": stats["first_position_win_rate"], "ci": [lo, hi], "flagged": flagged,
                      "consistency": stats["consistency"], "position_bias": stats["position_bias"],

@@ -111,12 +111,13 @@ class Pairwise(Method):
 
     def request(self, pair: Sample, dimension: Dimension, info: Any, first: Side, second: Side) -> Request:
         """The request for one order (pure: the same pair and order always give the same request)."""
-        settings = {"temperature": self.options.temperature, "max_tokens": self.options.max_tokens}
+        temperature, max_tokens = self.options.temperature, self.options.max_tokens
         if self.options.prompt == "mtbench":
-            return Request.chat(build_mtbench_prompt(pair, first, second, info), system=MTBENCH_SYSTEM, **settings)
+            return Request.chat(build_mtbench_prompt(pair, first, second, info), system=MTBENCH_SYSTEM,
+                                temperature=temperature, max_tokens=max_tokens)
         prompt = build_prompt(pair, first, second, dimension, info, steps=self.steps.get(dimension.name),
                               reference=self.options.reference)
-        return Request.chat(prompt, **settings)
+        return Request.chat(prompt, temperature=temperature, max_tokens=max_tokens)
 
     async def _order(self, pair: Sample, dimension: Dimension, ctx: RunContext, first: str) -> Asked[str]:
         sides = pair.metadata[PAIR_KEY]
