@@ -111,12 +111,16 @@ def test_prompt_fences_both_outputs_and_defuses_verdict_lookalikes():
 @pytest.mark.parametrize(("answer", "value"), [
     ("Reasoning.\n[[A]]", "A"), ("**[[B]]**", "B"), ("[[C]]", "C"), ("[[tie]]", "C"), ("Verdict: B", "B"),
     ("Response A is better.", "A"), ("Assistant B wins.", "B"), ("Overall it is a tie.", "C"),
+    ("Assistant B's answer is better.", "B"), ("Response A", "A"), ("I prefer Response B.", "B"),
 ])
 def test_verdict_forms(answer, value):
     assert parse_verdict(answer).value == value
 
 
-@pytest.mark.parametrize("answer", ["[[A]] or maybe [[B]]", "I cannot decide.", "A summary is given."])
+@pytest.mark.parametrize("answer", [
+    "[[A]] or maybe [[B]]", "I cannot decide.", "A summary is given.", "I prefer a shorter summary.",
+    "Response A is better written, response B is better.",
+])
 def test_ambiguous_or_missing_verdicts_fail(answer):
     parsed = parse_verdict(answer)
     assert parsed.value is None and parsed.error

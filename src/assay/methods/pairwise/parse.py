@@ -13,11 +13,14 @@ _MARKUP = re.compile(r"[*_`#]+")
 _BRACKET = re.compile(r"\[\[\s*([ABC]|tie)\s*\]\]", re.IGNORECASE)
 _WHO = r"(?:response|assistant|answer|output|summary|option|candidate|text|reply)"
 _BETTER = r"(?:better|superior|preferred|preferable|stronger|the\s+better\s+one|the\s+winner|wins)"
-# "Response A is better", "Assistant B wins", "I prefer Response A", "the better response is B"
-_WORDS = [re.compile(rf"\b{_WHO}\s+([AB])\b\s+(?:is|was|seems|appears)?\s*(?:clearly\s+|slightly\s+|much\s+)?{_BETTER}",
-                     re.IGNORECASE),
-          re.compile(rf"\bprefer\s+(?:{_WHO}\s+)?([AB])\b", re.IGNORECASE),
-          re.compile(rf"\b(?:better|preferred|winning)\s+{_WHO}\s+is\s+(?:{_WHO}\s+)?([AB])\b", re.IGNORECASE)]
+_LETTER = r"(?-i:([AB]))"  # a capital letter only: "prefer a shorter summary" names no output
+# "Response A is better", "Assistant B's answer is better", "Assistant B wins", "I prefer Response A",
+# "the better response is B", and a line holding only "Response A"
+_WORDS = [re.compile(rf"\b{_WHO}\s+{_LETTER}\b(?:['’]s\s+{_WHO})?\s+(?:is|was|seems|appears)?\s*"
+                     rf"(?:clearly\s+|slightly\s+|much\s+)?{_BETTER}", re.IGNORECASE),
+          re.compile(rf"\bprefer\s+(?:{_WHO}\s+)?{_LETTER}\b", re.IGNORECASE),
+          re.compile(rf"\b(?:better|preferred|winning)\s+{_WHO}\s+is\s+(?:{_WHO}\s+)?{_LETTER}\b", re.IGNORECASE),
+          re.compile(rf"^[ \t>*-]*(?:the\s+)?(?:better\s+)?{_WHO}\s+{_LETTER}[ \t.!]*$", re.IGNORECASE | re.MULTILINE)]
 _TIE = re.compile(r"\b(?:it(?:'s|\s+is)\s+a\s+tie|(?:a|the)\s+verdict\s+is\s+(?:a\s+)?tie|both\s+are\s+equally"
                   r"|equally\s+good|tie\b)", re.IGNORECASE)
 
