@@ -503,4 +503,7 @@ def test_a_pairwise_run_gets_its_tab_and_a_pair_page(tmp_path, chromium):
     trace_text = pg2.locator(".pairwise-trace").inner_text()
     assert "A shown first" in trace_text and "B shown first" in trace_text and "Reasoning first." in trace_text
     assert "B (2 vs 1)" in trace_text  # people's preference
+    assert pg2.locator("#sample-panel .warn").count() == 0  # the texts are the trace's, not missing
+    pg2.screenshot(path=str(tmp_path / "pair.png"), full_page=True)
+    pg.screenshot(path=str(tmp_path / "pairwise.png"), full_page=True)
     assert p.errors == [] and p2.errors == []

@@ -429,7 +429,10 @@ const AssayView = (() => {
     const s = data.samples[si];
     panel.appendChild(el("h2", {}, "sample ", el("code", {}, s.id)));
     panel.appendChild(el("p", {class: "muted"}, `document ${s.doc} · system ${s.sys || "–"}`));
-    if (s.out === undefined) panel.appendChild(el("p", {class: "warn"},
+    const isPair = judgmentsOf(si).some((k) => data.runs[J.r[k]].method === "pairwise");
+    if (isPair) panel.appendChild(el("p", {class: "muted"},
+      "a pair of outputs of one input: both texts are in each judgment below"));
+    else if (s.out === undefined) panel.appendChild(el("p", {class: "warn"},
       "the dataset could not be loaded: texts are not shown, only ids (see the overview's notes)"));
     for (const [name, key] of [["source", "src"], ["context", "ctx"], ["reference", "ref"], ["output", "out"]]) {
       if (s[key] !== null && s[key] !== undefined) panel.appendChild(el("div", {class: "textblock " + name},
