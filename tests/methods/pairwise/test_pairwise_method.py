@@ -230,3 +230,44 @@ def test_probe_reads_order_sensitivity_from_the_run_without_a_call(tmp_path):
     assay.evaluate(dataset(), method="pairwise", judge=ScriptedJudge(by_marker), run_dir=tmp_path / "m")
     row = next(c for c in probe(tmp_path / "m", checks=["order_sensitivity"], n_boot=200)["checks"])["rows"][0]
     assert row["estimate"] == 0.5 and row["consistency"] == 1.0 and row["flagged"] is False
+
+
+def test_a_pairwise_run_resumes_with_the_same_pairs_and_no_new_call(tmp_path):
+    judge = ScriptedJudge(by_marker)
+    first = assay.evaluate(dataset(3), method="pairwise", judge=judge, run_dir=tmp_path / "r",
+                           options={"pairs": "random:2", "seed": 7})
+    asked = len(judge.requests)
+    again = assay.evaluate(dataset(3), method="pairwise", judge=judge, run_dir=tmp_path / "r",
+                           options={"pairs": "random:2", "seed": 7})
+    assert again.resumed and len(judge.requests) == asked
+    assert sorted(j.sample_id for j in again.judgments) == sorted(j.sample_id for j in first.judgments)
+
+
+def test_reference_and_steps_go_into_the_prompt(tmp_path):
+    from assay.methods.geval.steps import steps_document
+
+    ds = assay.load_dataset("summeval").select(docs=1, limit=2)
+    steps = tmp_path / "steps.yaml"
+    steps.write_text(steps_document("summeval", {"relevance": {"steps": "1. Read both.\n2. Compare the key points.",
+                                                               "sha256": "x"}}))
+    judge = ScriptedJudge(always_a)
+    res = assay.evaluate(ds, method="pairwise", judge=judge, dimensions=["relevance"],
+                         options={"steps": str(steps)})
+    prompt = judge.requests[0].messages[-1].content
+    assert "<<<REFERENCE SUMMARY>>>" in prompt and "Evaluation steps:\n1. Read both." in prompt
+    assert res.manifest["artifacts"]["steps"]["relevance"]
+    judge = ScriptedJudge(always_a)
+    assay.evaluate(ds, method="pairwise", judge=judge, dimensions=["relevance"], options={"reference": False})
+    assert "<<<REFERENCE SUMMARY>>>" not in judge.requests[0].messages[-1].content
+
+
+def test_steps_for_another_dimension_are_refused_before_any_call(tmp_path):
+    from assay.methods.geval.steps import steps_document
+
+    steps = tmp_path / "steps.yaml"
+    steps.write_text(steps_document("summeval", {"fluency": {"steps": "1. Read.", "sha256": "x"}}))
+    judge = ScriptedJudge(always_a)
+    with pytest.raises(ConfigError, match="no steps for dimension 'relevance'"):
+        assay.evaluate(assay.load_dataset("summeval").select(docs=1, limit=2), method="pairwise", judge=judge,
+                       dimensions=["relevance"], options={"steps": str(steps)})
+    assert judge.requests == []
