@@ -34,8 +34,8 @@ from assay.types import Dimension, Sample
 DEFAULT_BUDGET = 8
 #: Where a probe's result is kept in the run (the ``meta`` table), for ``assay view`` and reports.
 META_KEY = "probe"
-#: Methods whose score is a ratio in [0, 1] whatever the dimension's scale.
-RATIO_METHODS = ("checkeval", "seal")
+#: Methods whose score lies in [0, 1] whatever the dimension's scale (pairwise: the preference for A).
+RATIO_METHODS = ("checkeval", "seal", "pairwise")
 REASK_CHECKS = ("self_consistency", "order_sensitivity", "injection")
 
 
