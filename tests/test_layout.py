@@ -157,19 +157,24 @@ METHOD_COMMANDS = {"cli/geval.py", "cli/checklist.py", "cli/rubric.py"}
 
 
 def method_names_outside_methods(root: Path, names: set[str]) -> list[str]:
-    """String constants equal to a method's name in code outside ``methods/`` (docstrings aside): each one a place
-    that knows a method by name instead of asking the method (a hook on ``Method``)."""
+    """Method names that code outside ``methods/`` switches on: compared with (``method == "geval"``, ``in``) or
+    listed in a tuple, list or set (``RATIO_METHODS = ("checkeval", "seal")``). Each is a place that knows a method
+    by name instead of asking the method (a hook on ``Method``). A report key that happens to be a method's name
+    (``res["pairwise"]``) switches on nothing and is not counted."""
     found = []
     for file in sorted(root.rglob("*.py")):
         rel = file.relative_to(root).as_posix()
         if rel.startswith("methods/") or rel in METHOD_COMMANDS:
             continue
-        tree = ast.parse(file.read_text(encoding="utf-8"))
-        docstrings = {id(node.value) for node in ast.walk(tree) if isinstance(node, ast.Expr)
-                      and isinstance(node.value, ast.Constant)}
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Constant) and id(node) not in docstrings and node.value in names:
-                found.append(f"{rel}:{node.lineno}: {node.value!r}")
+        for node in ast.walk(ast.parse(file.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Compare):
+                values = [node.left, *node.comparators]
+            elif isinstance(node, ast.Tuple | ast.List | ast.Set):
+                values = list(node.elts)
+            else:
+                continue
+            found += [f"{rel}:{v.lineno}: {v.value!r}" for v in values
+                      if isinstance(v, ast.Constant) and v.value in names]
     return found
 
 
@@ -181,7 +186,8 @@ def test_no_code_outside_methods_names_a_method():
 
 
 def test_the_method_name_scan_finds_a_switch(tmp_path):
-    (tmp_path / "probe.py").write_text('"""Mentions geval in prose."""\nif method == "geval":\n    pass\n')
+    (tmp_path / "probe.py").write_text('"""Mentions geval in prose."""\nif method == "geval":\n    pass\n'
+                                       'RATIO = ("seal", "x")\nout["geval"] = 1\n')
     (tmp_path / "methods").mkdir()
-    (tmp_path / "methods" / "x.py").write_text('NAME = "geval"\n')
-    assert method_names_outside_methods(tmp_path, {"geval"}) == ["probe.py:2: 'geval'"]
+    (tmp_path / "methods" / "x.py").write_text('NAMES = ("geval", "seal")\n')
+    assert method_names_outside_methods(tmp_path, {"geval", "seal"}) == ["probe.py:2: 'geval'", "probe.py:4: 'seal'"]

@@ -102,7 +102,7 @@ def plugin(tmp_path, monkeypatch):
 
 def test_plugins_are_listed_beside_the_builtins(plugin):
     assert backend_names() == ["llamacpp", "openai", "replay", "tiny"]
-    assert method_names() == ["checkeval", "direct", "gereval", "geval", "notamethod", "seal", "tiny"]
+    assert method_names() == ["checkeval", "direct", "gereval", "geval", "notamethod", "pairwise", "seal", "tiny"]
     assert plugin not in sys.modules  # listing imports nothing
     assert get_method("tiny").name == "tiny"
 

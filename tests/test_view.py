@@ -462,3 +462,48 @@ def test_an_imported_run_shows_its_trace_and_is_marked_imported(tmp_path, chromi
     pg.goto(html.as_uri() + "#tab=overview")
     assert pg.locator(".card.run .badge").inner_text() == "imported"
     assert p.errors == []
+
+
+@browser
+def test_a_pairwise_run_gets_its_tab_and_a_pair_page(tmp_path, chromium):
+    from assay.cli.view import _page
+    from assay.datasets import Dataset
+    from assay.judges.scripted import ScriptedJudge
+    from assay.types import Dimension, Sample
+
+    dim = Dimension(name="quality", definition="How good it is.")
+    samples = [Sample(id=f"d{d}:S{k}", doc_id=f"d{d}", system_id=f"S{k}", source="Say hi.",
+                      output=f"quality {k} <b>hi</b>", human={"quality": float(k)})
+               for d in range(3) for k in (1, 2, 3)]
+    run = tmp_path / "pair"
+
+    def by_marker(request):
+        text = request.messages[-1].content
+        a = int(text.split("<<<OUTPUT A>>>\n")[1][8])
+        b = int(text.split("<<<OUTPUT B>>>\n")[1][8])
+        return "Reasoning first.\n" + ("[[A]]" if a > b else "[[B]]")
+
+    off_loop(assay.evaluate, Dataset.from_samples(samples, [dim]), method="pairwise", judge=ScriptedJudge(by_marker),
+             run_dir=run)
+    html = tmp_path / "view.html"
+    html.write_text(_page([run], 50, 0, None, None, None), encoding="utf-8")
+    p = Page(chromium, html.as_uri() + "#tab=pairwise")
+    pg = p.page
+    pg.wait_for_selector("#sec-pairwise .card.pairwise table")
+    assert pg.locator("#tab-pairwise").inner_text() == "Pairwise"
+    cells = pg.locator("#sec-pairwise table.grid td").all_inner_texts()
+    assert cells[:2] == ["S3", "1 [1, 1]"]  # strongest first: it wins every pair, on every resample
+    pg.wait_for_selector("#sec-pairwise .pairwise-heat .main-svg")
+    pg.wait_for_selector("#sec-pairwise .pairwise-bt .main-svg")
+    p2 = Page(chromium, html.as_uri() + "#sample=" + "d0:S1|d0:S2")
+    pg2 = p2.page
+    pg2.wait_for_selector(".pairwise-trace")
+    sides = pg2.locator(".pair-side pre").all_inner_texts()
+    assert sides == ["quality 1 <b>hi</b>", "quality 2 <b>hi</b>"]  # side by side, markup shown as text
+    trace_text = pg2.locator(".pairwise-trace").inner_text()
+    assert "A shown first" in trace_text and "B shown first" in trace_text and "Reasoning first." in trace_text
+    assert "B (2 vs 1)" in trace_text  # people's preference
+    assert pg2.locator("#sample-panel .warn").count() == 0  # the texts are the trace's, not missing
+    pg2.screenshot(path=str(tmp_path / "pair.png"), full_page=True)
+    pg.screenshot(path=str(tmp_path / "pairwise.png"), full_page=True)
+    assert p.errors == [] and p2.errors == []

@@ -19,6 +19,9 @@ JsonOpt = Annotated[Path | None, typer.Option("--json", help="Write the full res
 MapOpt = Annotated[list[str] | None, typer.Option("--map", help=(
     "Scores-file field KEY=FIELD: id, doc_id, system_id, score, human, dimension, error, method, judge, score.DIM, "
     "human.DIM"))]
+HumanMarginOpt = Annotated[float | None, typer.Option(help=(
+    "Pairwise runs: the least difference of human mean ratings read as a preference (default: a third of the "
+    "scale's step)"))]
 DatasetOpt = Annotated[str | None, typer.Option(help="Benchmark a scores file belongs to (level, scales)")]
 
 
@@ -99,12 +102,20 @@ def meta(
     threshold: Annotated[list[str] | None, typer.Option(help="Quality split DIMENSION=VALUE (repeatable)")] = None,
     mapping: MapOpt = None,
     dataset: DatasetOpt = None,
+    human_margin: HumanMarginOpt = None,
+    pair_bootstrap: Annotated[int, typer.Option(help="Pairwise runs: bootstrap resamples of the win-rate and "
+                                                     "Bradley-Terry intervals (0: none)")] = 1000,
     json_path: JsonOpt = None,
 ) -> None:
-    """Correlation with human ratings as the papers print it: per dimension and average, with coverage."""
+    """Correlation with human ratings as the papers print it: per dimension and average, with coverage.
+
+    A pairwise run also gets its pairwise figures (``pairwise.<dimension>`` in the JSON): consistency, position
+    bias, tie rate, each system's win rate, Bradley-Terry strength and length-controlled win rate, and the
+    agreement with people's preferences."""
     from assay.meta.evaluate import meta_evaluate
     from assay.meta.inputs import parse_mapping
-    from assay.report.tables import agreement_table, correlation_table, quality_table
+    from assay.meta.pairwise_run import is_pairwise, run_report
+    from assay.report.tables import agreement_table, correlation_table, pairwise_tables, quality_table
 
     _check(level, kendall)
     fmap = parse_mapping(mapping) if mapping else None
@@ -113,8 +124,13 @@ def meta(
         res = meta_evaluate(src, level=level, dimensions=dimension, measures=_measures(measure),  # type: ignore[arg-type]
                             variant=kendall, bootstrap=bootstrap, seed=seed, ci=ci, split=split,  # type: ignore[arg-type]
                             thresholds=_thresholds(threshold), mapping=fmap, dataset=dataset)
+        if is_pairwise(src):
+            res["pairwise"] = run_report(src, n_boot=pair_bootstrap, seed=seed, ci=ci, human_margin=human_margin,
+                                         dimensions=dimension)
         results.append(res)
         print_table(correlation_table(res))
+        for table in pairwise_tables(res.get("pairwise") or {}):
+            print_table(table)
         if res["human_agreement"]:
             print_table(agreement_table(res["human_agreement"], "human annotators' agreement (the ceiling)"))
         if res["quality_split"]:
@@ -137,9 +153,13 @@ def compare(
     = None,
     mapping: MapOpt = None,
     dataset: DatasetOpt = None,
+    human_margin: HumanMarginOpt = None,
     json_path: JsonOpt = None,
 ) -> None:
-    """Runs side by side: correlations, agreement per judge group, significance tests and stability."""
+    """Runs side by side: correlations, agreement per judge group, significance tests and stability.
+
+    A pointwise run beside a pairwise run on the same outputs (``assay compare POINTWISE_RUN PAIRWISE_RUN``)
+    gets the protocol comparison instead: which of the two agrees with people's preferences more, per dimension."""
     from assay.cli.main import out
     from assay.errors import ConfigError
     from assay.meta.compare import compare as run_compare
@@ -154,6 +174,8 @@ def compare(
     )
 
     _check(level, kendall)
+    if _protocols(runs, mapping, dataset, human_margin, json_path):
+        return
     try:
         edges = [float(x) for x in bins.split(",")] if bins else None
     except ValueError:
@@ -177,6 +199,35 @@ def compare(
         print_table(paired_table(res["paired_bootstrap"]))
     if json_path:
         _write_json(json_path, res)
+
+
+def _protocols(runs: list[Path], mapping: list[str] | None, dataset: str | None, human_margin: float | None,
+               json_path: Path | None) -> bool:
+    """The protocol comparison when ``runs`` are one pointwise and one pairwise run; False for other runs."""
+    from assay.errors import ConfigError
+    from assay.meta.inputs import load_scores, parse_mapping
+    from assay.meta.pairwise_run import compare_protocols, is_pairwise
+    from assay.report.tables import protocol_table
+
+    pairwise = [r for r in runs if is_pairwise(r)]
+    if not pairwise:
+        return False
+    if len(runs) != 2 or len(pairwise) != 1:
+        raise ConfigError("a pairwise run is compared with one pointwise run on the same outputs: "
+                          "assay compare POINTWISE_RUN PAIRWISE_RUN")
+    pointwise = next(r for r in runs if r not in pairwise)
+    table = load_scores(pointwise, parse_mapping(mapping) if mapping else None, dataset=dataset)
+    scores: dict[str, dict[str, float | None]] = {}
+    for sid, dim, score in zip(table.frame["sample_id"], table.frame["dimension"], table.frame["score"], strict=True):
+        scores.setdefault(str(dim), {})[str(sid)] = None if score != score else float(score)
+    rows = compare_protocols(pairwise[0], scores, human_margin=human_margin)
+    if not rows:
+        raise ConfigError(f"{pointwise} and {pairwise[0]} share no pair of outputs that people rated apart: "
+                          "run both on the same outputs of a dataset with human ratings")
+    print_table(protocol_table(rows))
+    if json_path:
+        _write_json(json_path, {"protocols": rows, "pointwise": str(pointwise), "pairwise": str(pairwise[0])})
+    return True
 
 
 def register(app: typer.Typer) -> None:

@@ -27,18 +27,23 @@ def _page(runs: list[Path], bootstrap: int, seed: int, level: str | None, groups
 
     data = build_view_data(runs, bootstrap=bootstrap, seed=seed, level=level,
                            groups=load_groups(groups) if groups else None, dataset=dataset)
-    return render_page(data, sections(runs))
+    return render_page(data, sections(runs, bootstrap=bootstrap, seed=seed))
 
 
-def sections(runs: list[Path]) -> list[Section]:
-    """The page's tabs: overview and samples, and Diagnostics when a run keeps an ``assay probe`` result."""
+def sections(runs: list[Path], *, bootstrap: int = 1000, seed: int = 0) -> list[Section]:
+    """The page's tabs: overview and samples, Pairwise when a run is a pairwise run, and Diagnostics when a run
+    keeps an ``assay probe`` result."""
     from assay.probe.table import probe_table
     from assay.view.page import DEFAULT_SECTIONS, Section
+    from assay.view.pairwise import pairwise_section
 
+    out = list(DEFAULT_SECTIONS)
+    if (pairwise := pairwise_section(runs, bootstrap=bootstrap, seed=seed)) is not None:
+        out.append(pairwise)
     tables = [{"run": str(run), **probe_table(res)} for run in runs if (res := stored_probe(run)) is not None]
-    if not tables:
-        return list(DEFAULT_SECTIONS)
-    return [*DEFAULT_SECTIONS, Section("diagnostics", "Diagnostics", DIAGNOSTICS_JS, {"tables": tables})]
+    if tables:
+        out.append(Section("diagnostics", "Diagnostics", DIAGNOSTICS_JS, {"tables": tables}))
+    return out
 
 
 def stored_probe(run: Path) -> dict | None:

@@ -100,12 +100,13 @@ def import_answers(path: str | Path, options: ImportOptions, run_dir: str | Path
             records under the default policy, or a file that matches no sample.
     """
     path, run_dir = Path(path), Path(run_dir)
-    pairs = parse_match(options.match, options.id)
     check_run_dir(run_dir)
     dataset = load_dataset(options.dataset)
     reader = make_reader(options.method, dataset, options.dimension, options.answers, strict=options.strict_ratings,
                          **options.reader_options())
+    pairs = parse_match(options.match or (reader.default_match if not options.id else None), options.id)
     records = read_records(path)
+    dataset, records, pairs = reader.work_items(dataset, records, pairs, file=str(path))
     sha = hashlib.sha256(path.read_bytes()).hexdigest()
     file = str(path)
     matching = apply_policy(match_records(records, dataset.samples, pairs, file=file, where=records.where),

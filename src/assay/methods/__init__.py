@@ -17,6 +17,7 @@ _BUILTIN = {
     "checkeval": "assay.methods.checkeval:CheckEval",
     "seal": "assay.methods.seal:Seal",
     "gereval": "assay.methods.gereval:GerEval",
+    "pairwise": "assay.methods.pairwise:Pairwise",
 }
 
 

@@ -154,6 +154,8 @@ class AnswerReader(abc.ABC):
 
     method: str
     options: ClassVar[tuple[str, ...]] = ()
+    #: The ``--match`` used when the user gives neither ``--match`` nor ``--id`` (None: one must be given).
+    default_match: ClassVar[str | None] = None
 
     def __init__(self, dataset: Dataset, dimension: str, answers: str, *, strict: bool = False) -> None:
         self.dataset, self.answers, self.strict = dataset, answers, strict
@@ -169,6 +171,12 @@ class AnswerReader(abc.ABC):
     def artifacts(self) -> dict[str, Any]:
         """What the manifest records about the artifacts the answers were read against."""
         return {}
+
+    def work_items(self, dataset: Dataset, records: Any, match: list[tuple[str, str]], *,
+                   file: str = "") -> tuple[Dataset, Any, list[tuple[str, str]]]:
+        """The samples the records are matched to, the records, and the match fields: by default the dataset's
+        outputs as they are (pairwise imports match records to pairs of outputs instead)."""
+        return dataset, records, match
 
     @abc.abstractmethod
     def read(self, sample: Sample, rec: dict[str, Any], *, file: str, record: Any) -> ImportedRead:
@@ -200,6 +208,9 @@ class Method(abc.ABC):
     unit_order: str = "sample"
     #: How ``assay import`` reads this method's answers written outside assay (None: it cannot import them).
     Reader: ClassVar[type[AnswerReader] | None] = None
+    #: Whether the method judges pairs of outputs (its score: the preference for the first of the pair, 1 / 0.5 / 0,
+    #: both orders in the trace): ``assay meta``, ``assay probe`` and the viewer then report pairwise statistics.
+    compares_pairs: ClassVar[bool] = False
     #: The artifacts this method's build steps write outside a run, by the name ``assay.prepare`` takes.
     builds: ClassVar[dict[str, ArtifactKind]] = {}
 
@@ -255,6 +266,15 @@ class Method(abc.ABC):
             request asks for, else the middle of the scale the prompt names).
         """
         return None
+
+    def work_items(self, dataset: Dataset) -> Dataset:
+        """The dataset as this method's work items, each a :class:`Sample` judged per dimension.
+
+        The default is the dataset as it is (one output per item). A method that judges something else than
+        one output returns its own items: ``pairwise`` one sample per pair of outputs of an input. Called once
+        per run, right after the dataset is selected (``limit``, ``docs``) and before anything is stored.
+        """
+        return dataset
 
     async def prepare(self, ctx: RunContext) -> dict[str, Any]:
         """Build or load artifacts once per run (steps, checklists, rubrics).

@@ -196,3 +196,23 @@ def preference_gap(units: list[Unit], *, human_written: tuple[str, ...] = HUMAN_
                            "human_gap": clean(h[hw].mean() - h[~hw].mean()), "flagged": flagged,
                            **({"note": note} if note else {})})
     return result("preference_gap", method, rows, rule=rule)
+
+
+def pairwise_order(frame: Any, *, n_boot: int = 1000, seed: int = 0) -> dict[str, Any]:
+    """Order sensitivity of a pairwise run from the run itself: every pair was judged in both orders, so the
+    stored verdicts show how often the order changed the verdict (no judge call)."""
+    from assay.meta.pairwise import first_position_interval, order_stats, outcomes
+
+    rows = []
+    for dim, group in frame.groupby("dimension", sort=False):
+        stats = order_stats(outcomes(group))
+        lo, hi = first_position_interval(group, n_boot=n_boot, seed=seed)
+        flagged, note = flag_or_none(lo is not None and hi is not None and not lo <= 0.5 <= hi, stats["n_pairs"])
+        rows.append({"dimension": str(dim), "n": stats["n_pairs"], "label": "first-position win rate",
+                     "estimate": stats["first_position_win_rate"], "ci": [lo, hi], "flagged": flagged,
+                     "consistency": stats["consistency"], "position_bias": stats["position_bias"],
+                     "n_inconsistent": stats["n_inconsistent"], **({"note": note} if note else {})})
+    return result("order_sensitivity", f"from the run: each pair's verdicts in the (A, B) and (B, A) orders; "
+                  f"share of verdicts won by the first position (ties half); 95% bootstrap over inputs "
+                  f"({n_boot}, seed {seed})", rows,
+                  rule="flagged when the 95% interval of the first-position win rate excludes 0.5")

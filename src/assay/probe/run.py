@@ -12,6 +12,7 @@ from assay._version import __version__
 from assay.datasets import Dataset, load_dataset
 from assay.errors import AssayError, ConfigError, did_you_mean
 from assay.judges import Judge, ManagedJudge, RetryPolicy, load_judge
+from assay.meta.pairwise_run import compares_pairs
 from assay.methods import Method, RunContext, get_method, make_method
 from assay.probe import CHECKS
 from assay.probe.injections import load_injections
@@ -95,6 +96,9 @@ async def probe_async(run_dir: str | Path, *, checks: list[str] | None = None, b
             out["checks"].append(preference_gap(units, human_written=human_systems, references=refs, n_boot=n_boot,
                                                 seed=seed))
     reask = [c for c in wanted if c in REASK_CHECKS]
+    if compares_pairs(manifest):  # both orders are in the run: order sensitivity needs no call
+        out["checks"] += _pairwise_checks(Path(run_dir), reask, n_boot, seed)
+        reask = []
     gap = next((c for c in out["checks"] if c["check"] == "preference_gap"), None)
     if gap is not None and not gap["computed"] and gap["reason"].startswith(UNRATED_REFERENCES):
         reask.append("preference_gap")  # the judge's side, from the references
@@ -117,6 +121,21 @@ async def probe_async(run_dir: str | Path, *, checks: list[str] | None = None, b
     if save:
         with RunStore(run_dir) as store:
             store.set_meta(META_KEY, out)
+    return out
+
+
+def _pairwise_checks(run_dir: Path, wanted: list[str], n_boot: int, seed: int) -> list[dict[str, Any]]:
+    """A pairwise run's re-asking checks: order sensitivity from its own verdicts, the others not computed."""
+    from assay.meta.pairwise_run import read_pairwise
+    from assay.probe.offline import pairwise_order
+
+    out = []
+    for name in wanted:
+        if name == "order_sensitivity":
+            out.append(pairwise_order(read_pairwise(run_dir)[0], n_boot=n_boot, seed=seed))
+        else:
+            out.append(result(name, "-", reason="not available for a pairwise run (its items are pairs; order "
+                                                "sensitivity is read from the run itself)"))
     return out
 
 

@@ -56,6 +56,9 @@ def _figures(check: str, row: dict[str, Any]) -> str:
     if check == "preference_gap":
         return (f"judge gap {num(row.get('judge_gap'))}, human gap {num(row.get('human_gap'))} "
                 f"({row['n_human_written']} human-written)")
+    if check == "order_sensitivity" and "consistency" in row:  # a pairwise run: both orders are in the run
+        return (f"consistency {num(row.get('consistency'))}; {row['n_inconsistent']} inconsistent pairs, "
+                f"{num(row.get('position_bias'))} of them leaning to the first position")
     if check == "self_consistency":
         return (f"{row['runs']} runs; exact agreement {num(row.get('exact_agreement'))}; "
                 f"mean std {num(row.get('mean_std'))}")

@@ -19,8 +19,8 @@ _LEVEL_TEXT = {
     "dataset": "dataset-level (turn-level): all items pooled",
 }
 
-__all__ = ["agreement_table", "correlation_table", "fmt", "paired_table", "quality_table", "runs_table",
-           "significance_table", "stability_table"]
+__all__ = ["agreement_table", "correlation_table", "fmt", "paired_table", "pairwise_tables", "protocol_table",
+           "quality_table", "runs_table", "significance_table", "stability_table"]
 
 
 def fmt(value: Any, digits: int = 3) -> str:
@@ -168,3 +168,53 @@ def quality_table(rows: list[dict[str, Any]], measures: list[str]) -> Table:
                     str(r["high"]["items"]), *[fmt(r["low"][m]) for m in measures], str(r["low"]["items"])])
     notes = sorted({f"{r['dimension']}: {r['rule']}" for r in rows})
     return {"title": "quality split (high: human >= threshold)", "columns": cols, "rows": out, "notes": notes}
+
+
+def _interval_text(value: Any, low: Any, high: Any) -> str:
+    return fmt(value) if low is None else f"{fmt(value)} [{fmt(low)}, {fmt(high)}]"
+
+
+def pairwise_tables(report: dict[str, Any]) -> list[Table]:
+    """One table per dimension of a pairwise report (:func:`assay.meta.pairwise.pairwise_report`): each system's
+    win rate, Bradley-Terry strength (both with bootstrap intervals) and length-controlled win rate, strongest
+    first; the order figures and the agreement with people below."""
+    tables = []
+    for dim, rep in report.items():
+        rows = [[s, _interval_text(v["win_rate"], v["low"], v["high"]), _interval_text(v["bt"], v["bt_low"],
+                                                                                     v["bt_high"]),
+                 fmt(v["lc_win_rate"]), str(v["games"])]
+                for s, v in sorted(rep["systems"].items(), key=lambda kv: -(kv[1]["bt"] or 0))]
+        notes = [f"pairs read in both orders: {rep['n_pairs']} ({rep['n_unread']} with a verdict unread); "
+                 f"consistency {fmt(rep['consistency'])}; tie rate {fmt(rep['tie_rate'])}; "
+                 f"first-position win rate {fmt(rep['first_position_win_rate'])} (0.5: no lean)",
+                 f"position bias: {fmt(rep['position_bias'])} of the {rep['n_inconsistent']} inconsistent pairs "
+                 f"lean to the first position, {fmt(rep['second_position_bias'])} to the second; inconsistent "
+                 f"pairs are counted as {'ties' if rep['inconsistent'] == 'tie' else 'dropped'}"]
+        boot = rep.get("bootstrap") or {}
+        if boot.get("n_boot"):
+            notes.append(f"intervals: {boot['ci']:.0%} percentile bootstrap over inputs ({boot['n_boot']} "
+                         f"resamples, seed {boot['seed']})")
+        for key, who in (("human_agreement", "pairwise judge"), ("pointwise_agreement", "pointwise run")):
+            agree = rep.get(key)
+            if agree:
+                notes.append(f"{who} vs people (mean ratings {fmt(agree['margin'])} apart or more): accuracy "
+                             f"{fmt(agree['accuracy'])}, Cohen's kappa {fmt(agree['kappa'])}, {agree['n_pairs']} pairs")
+        tables.append({"title": f"pairwise: {dim}", "columns": ["system", "win rate", "Bradley-Terry",
+                                                                 "LC win rate", "games"],
+                       "rows": rows, "notes": notes})
+    return tables
+
+
+def protocol_table(rows: list[dict[str, Any]]) -> Table:
+    """Pairwise judge against a pointwise run's implied preferences, per dimension, on the same pairs: which
+    protocol agrees with people more."""
+    out = [[r["dimension"], fmt(r["pairwise"]["accuracy"]), fmt(r["pairwise"]["kappa"]),
+            fmt(r["pointwise"]["accuracy"]), fmt(r["pointwise"]["kappa"]), str(r["n_pairs"]), r["closer"]]
+           for r in rows]
+    return {"title": "which protocol agrees with people more (same pairs)",
+            "columns": ["dimension", "pairwise acc", "pairwise kappa", "pointwise acc", "pointwise kappa", "pairs",
+                        "closer to people"],
+            "rows": out,
+            "notes": ["pointwise: the run's scores read as preferences (higher score preferred, equal scores a tie); "
+                      "people: pairs whose mean ratings differ by the margin or more; closer: higher kappa "
+                      "(accuracy where kappa is undefined)"]}

@@ -127,6 +127,7 @@ class RunPlan:
         dataset, names = _as_dataset(data, dimensions)
         dataset = dataset.select(limit=limit, docs=docs)
         meth = make_method(method, options) if isinstance(method, str) else method
+        dataset = meth.work_items(dataset)  # e.g. pairwise: one item per pair of outputs
         return cls(meth, dataset, _dimensions(meth, dataset, names))
 
     def fingerprint(self, judge: JudgeIdentity) -> dict[str, Any]:

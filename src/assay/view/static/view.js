@@ -278,6 +278,7 @@ const AssayView = (() => {
   const traceRenderers = {
     direct: (tr) => [kv([["answer", tr.answer], ["parse error", tr.parse_error]])],
     geval: renderGeval, checkeval: renderCheckeval, seal: renderSeal, gereval: renderGereval,
+    pairwise: renderPairwise,
   };
   function kv(pairs) {
     return table(["", ""], pairs.filter(([, v]) => v !== undefined && v !== null && v !== "")
@@ -289,6 +290,26 @@ const AssayView = (() => {
       hovertemplate: "%{x}: %{y:.3f}<extra></extra>"}], {height: 180, margin: {t: 28, l: 40, r: 10, b: 30},
       title: {text: title, font: {size: 12}}, xaxis: {type: "category"}}, {displayModeBar: false}));
     return div;
+  }
+  // The pair page: A and B side by side, each order's verdict and reasoning, and people's preference.
+  function renderPairwise(tr) {
+    const pair = tr.pair || {};
+    const side = (k) => { const s = pair[k] || {};
+      return el("div", {class: "card pair-side", "data-side": k}, el("h4", {}, `${k.toUpperCase()}: ${s.system_id || "–"}`),
+        el("p", {class: "muted"}, `${s.id || ""} · ${s.length ?? "–"} characters · human ${fmt(s.human)}`),
+        pre(s.output)); };
+    const ha = (pair.a || {}).human, hb = (pair.b || {}).human;
+    const people = ha === null || ha === undefined || hb === null || hb === undefined ? "not rated" :
+      (ha > hb ? `A (${fmt(ha)} vs ${fmt(hb)})` : hb > ha ? `B (${fmt(hb)} vs ${fmt(ha)})` : `none (${fmt(ha)} each)`);
+    const orders = Object.entries(tr.orders || {}).map(([key, o]) => [
+      key === "ab" ? "A shown first" : "B shown first", fmt(o.verdict), fmt(o.winner),
+      o.error ? el("span", {class: "bad"}, o.error) : "", pre(o.answer)]);
+    return el("div", {class: "pairwise-trace"},
+      el("div", {class: "side two"}, side("a"), side("b")),
+      kv([["outcome", tr.outcome === "inconsistent" ? "inconsistent (the verdict flips with the order)" : tr.outcome],
+          ["people prefer", people]]),
+      table(["order", "verdict (prompt's letter)", "winner (pair's letter)", "error", "answer (reasoning, verdict)"],
+        orders));
   }
   function renderGeval(tr, run, dim) {
     const out = [];
@@ -408,7 +429,10 @@ const AssayView = (() => {
     const s = data.samples[si];
     panel.appendChild(el("h2", {}, "sample ", el("code", {}, s.id)));
     panel.appendChild(el("p", {class: "muted"}, `document ${s.doc} · system ${s.sys || "–"}`));
-    if (s.out === undefined) panel.appendChild(el("p", {class: "warn"},
+    const isPair = judgmentsOf(si).some((k) => data.runs[J.r[k]].method === "pairwise");
+    if (isPair) panel.appendChild(el("p", {class: "muted"},
+      "a pair of outputs of one input: both texts are in each judgment below"));
+    else if (s.out === undefined) panel.appendChild(el("p", {class: "warn"},
       "the dataset could not be loaded: texts are not shown, only ids (see the overview's notes)"));
     for (const [name, key] of [["source", "src"], ["context", "ctx"], ["reference", "ref"], ["output", "out"]]) {
       if (s[key] !== null && s[key] !== undefined) panel.appendChild(el("div", {class: "textblock " + name},
