@@ -21,8 +21,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-#: Set by the ``assay`` launcher (``assay_launcher``): the file the embedded judge describes itself in.
-BREADCRUMB_ENV = "ASSAY_NATIVE_BREADCRUMB"
+from assay_launcher import BREADCRUMB_ENV  # set by the `assay` launcher: the file the judge describes itself in
+
 #: CPU flags (``/proc/cpuinfo``) of the AMX units llama.cpp's AMX buffer type uses.
 AMX_FLAGS = ("amx_tile", "amx_int8", "amx_bf16")
 #: Tests only: a signal name (``SIGILL``, ``SIGSEGV``...) the embedded judge raises in its worker thread at its
