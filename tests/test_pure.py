@@ -115,7 +115,11 @@ def test_flags_become_options():
 def test_backoff_grows_and_honours_retry_after():
     policy = RetryPolicy(base_delay_s=1, max_delay_s=8)
     rng = random.Random(0)
-    assert all(0 <= policy.delay(1, None, rng) <= 1 for _ in range(50))
-    assert all(policy.delay(6, None, rng) <= 8 for _ in range(50))
+    draws = {attempt: [policy.delay(attempt, None, rng) for _ in range(400)] for attempt in range(1, 7)}
+    # full jitter: uniform on [0, min(8, 2^(attempt-1))], so the ceiling and the mean double up to the cap
+    for attempt, ceiling in ((1, 1), (2, 2), (3, 4), (4, 8), (5, 8), (6, 8)):
+        assert all(0 <= d <= ceiling for d in draws[attempt])
+        assert max(draws[attempt]) > 0.9 * ceiling  # the waits reach their ceiling: they grow
+        assert 0.4 * ceiling < sum(draws[attempt]) / 400 < 0.6 * ceiling
     assert 3.0 <= policy.delay(1, 3.0, rng) <= 3.1
     assert policy.delay(1, 100.0, rng) <= 8.1

@@ -3,17 +3,22 @@ their statistics, applied zero- and few-shot, and compared with the human rubric
 
 SmolLM2-135M is a weak judge: what is asserted is the pipeline (every answer validated, kept or discarded
 with its reason, provenance recorded, scores on the scale or recorded failures, resumable runs), not the
-quality of the rubrics.
+quality of the rubrics. Its text changes with the CPU's instruction set, so whether it writes a valid criterion
+is not something a test may count on (issue 23): the rubric applied afterwards is written by a scripted judge
+through the same generation code, and the embedded model keeps the stages it can do whatever it answers
+(writing a rubric, scoring with one).
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 
 import pytest
 
 import assay
 from assay.judges import ManagedJudge
+from assay.judges.scripted import ScriptedJudge
 from assay.methods.gereval.generate import GenerationSettings, generate_rubric
 from assay.methods.gereval.rubric import load_rubric, save_rubric
 from assay.methods.gereval.stats import rubric_stats
@@ -46,11 +51,33 @@ def _generate(smollm2, topical_chat, condition: str, tmp_path):
     assert prov.responses and all(r["answer"] is not None for r in prov.responses)
     assert all(c.instruction for c in rubric.criteria)
     assert rubric.criteria or prov.discarded
+    assert all(d["reason"] and d["stage"] in ("criteria", "instruction") for d in prov.discarded)
     path = save_rubric(rubric, tmp_path / f"rubric-{condition}.yaml")
     assert load_rubric(path).content_hash() == rubric.content_hash()
     stats = rubric_stats(rubric, None, 0.8)
     assert stats["breadth"] == len(rubric.criteria) and stats["unique"] is None  # no embedder here
     return path
+
+
+SCRIPTED_CRITERIA = {"criteria": [
+    {"name": "Engagement", "description": "Whether the response keeps the other speaker interested.", "scale": "1-5"},
+    {"name": "Tone", "description": "Whether the response sounds friendly and polite.", "scale": "1-3"},
+]}
+
+
+def _scripted_rubric(topical_chat, tmp_path):
+    """A valid rubric written through the same generation code by a scripted judge: the later stages need one,
+    and the embedded model's answer on this CPU may have none (issue 23)."""
+    def answer(request) -> str:
+        last = request.messages[-1].content
+        if '"criteria"' in last:
+            return json.dumps(SCRIPTED_CRITERIA)
+        return json.dumps({"instruction": "Read the conversation and the response, then rate how well it does this."})
+
+    settings = GenerationSettings(condition="task", k=2, max_criteria=3, reasks=0)
+    rubric = asyncio.run(generate_rubric(topical_chat, ManagedJudge(ScriptedJudge(answer)), settings))
+    assert [c.name for c in rubric.criteria] == ["Engagement", "Tone"] and not rubric.provenance.discarded
+    return save_rubric(rubric, tmp_path / "rubric-scripted.yaml")
 
 
 def _apply_and_compare(smollm2, topical_chat, generated, tmp_path, limit: int) -> None:
@@ -81,19 +108,18 @@ def _apply_and_compare(smollm2, topical_chat, generated, tmp_path, limit: int) -
 
 
 def test_generate_apply_zero_and_few_shot_and_compare_with_the_human_rubric(smollm2, topical_chat, tmp_path):
-    """The cheap path: a rubric from the task description, applied to one response next to the human rubric."""
-    path = _generate(smollm2, topical_chat, "task", tmp_path)
-    if not load_rubric(path).criteria:
-        pytest.fail("the embedded judge wrote no valid criterion under the JSON grammar; see the rubric file")
-    _apply_and_compare(smollm2, topical_chat, path, tmp_path, limit=1)
+    """The cheap path: the embedded judge writes a rubric from the task description (kept or discarded with its
+    reasons, whatever it answers); a valid rubric is applied by it to one response next to the human rubric."""
+    _generate(smollm2, topical_chat, "task", tmp_path)
+    _apply_and_compare(smollm2, topical_chat, _scripted_rubric(topical_chat, tmp_path), tmp_path, limit=1)
 
 
 @pytest.mark.slow
 def test_every_condition_then_apply_and_compare(smollm2, topical_chat, tmp_path):
     paths = {c: _generate(smollm2, topical_chat, c, tmp_path) for c in CONDITIONS}
-    generated = next((p for p in paths.values() if load_rubric(p).criteria), None)
-    assert generated is not None, "the JSON grammar lets the embedded judge write at least one valid rubric"
-    _apply_and_compare(smollm2, topical_chat, generated, tmp_path, limit=3)
+    generated = next((p for p in paths.values() if load_rubric(p).criteria), None)  # the model's own, if valid
+    rubric = generated or _scripted_rubric(topical_chat, tmp_path)
+    _apply_and_compare(smollm2, topical_chat, rubric, tmp_path, limit=3)
 
 
 @pytest.mark.slow

@@ -30,8 +30,13 @@ def llama_server(tmp_path_factory):
     pytest.importorskip("llama_cpp.server", reason="needs llama-cpp-python[server] (pip install -e '.[test]')")
     port = free_port()
     log = tmp_path_factory.mktemp("llama-server") / "server.log"  # a pipe would fill up and stall the server
+    # llama-cpp-python's server loads the model with llama.cpp's extra buffer types on: on a CPU that reports AMX
+    # without letting a process use it, its first answer kills it (issue 23). Serve with them off, as the
+    # embedded judge loads by default (docs/judges.md, "CPUs").
+    serve = ("import runpy, sys, llama_cpp; from assay.judges.native import model_params; sys.argv[0] = 'server'\n"
+             "with model_params(llama_cpp, False): runpy.run_module('llama_cpp.server', run_name='__main__')")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "llama_cpp.server", "--model", str(resolve_model("smollm2")), "--host", "127.0.0.1",
+        [sys.executable, "-c", serve, "--model", str(resolve_model("smollm2")), "--host", "127.0.0.1",
          "--port", str(port), "--n_ctx", "2048", "--logits_all", "true", "--n_threads", "2",
          "--model_alias", "smollm2"],
         stdout=subprocess.DEVNULL, stderr=log.open("wb"))

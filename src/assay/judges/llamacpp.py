@@ -6,15 +6,23 @@ never computes logits for every prompt position (``logits_all=True`` costs about
 prefix reuse the KV cache: only the new suffix is evaluated. A request in JSON mode is decoded
 under llama.cpp's JSON grammar, as an OpenAI-compatible server does for ``response_format``, or
 under a grammar built from the request's JSON schema when it carries one.
+
+The model loads with llama.cpp's extra buffer types off by default (``extra_buffers``): the AMX one crashes on
+CPUs that report AMX without letting a process use it (see :mod:`assay.judges.native`). Closing the judge waits
+for an evaluation in flight, which a stop flag ends at the next token, so an interrupted run never frees the
+model under a running thread.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import ctypes
 import functools
 import hashlib
 import importlib.util
+import os
+import signal
 import threading
 import time
 from pathlib import Path
@@ -22,9 +30,18 @@ from typing import Any
 
 import numpy as np
 
-from assay.errors import ConfigError
+from assay.errors import ConfigError, FatalJudgeError
 from assay.judges.base import Choice, Judge, JudgeIdentity, Request, Response, TokenLogprobs, TopToken
 from assay.judges.cpu import apply_wait_policy, free_threads, read_busy_cores, usable_cores
+from assay.judges.native import (
+    CRASH_TEST_ENV,
+    enable_faulthandler,
+    model_params,
+    read_amx_flags,
+    supports_extra_buffers,
+    system_info,
+    write_breadcrumb,
+)
 from assay.judges.tokens import common_prefix
 
 SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -207,6 +224,10 @@ class LlamaCppJudge(Judge):
             ``active`` or ``env`` (OpenMP's default); OpenMP variables set in the environment always win.
             Threads and wait policy change no answer, so they are recorded by :meth:`runtime`, not in the
             identity.
+        extra_buffers: Let llama.cpp load weights into its extra (repacking) buffer types: AMX on CPUs that
+            have it, interleaved layouts for some quantisations elsewhere. Off by default: on a CPU that reports
+            AMX but does not let a process use it (virtual machines) the AMX kernels kill the process
+            (:mod:`assay.judges.native`). Recorded by :meth:`runtime` with the CPU's AMX flags.
     """
 
     supports_logprobs = True
@@ -214,7 +235,10 @@ class LlamaCppJudge(Judge):
     owns_model = True
 
     def __init__(self, model: str = "smollm2", *, n_threads: int | None = None, n_ctx: int = 4096,
-                 seed: int = 0, logits_all: bool = False, wait_policy: str = "auto") -> None:
+                 seed: int = 0, logits_all: bool = False, wait_policy: str = "auto",
+                 extra_buffers: bool = False) -> None:
+        if not isinstance(extra_buffers, bool):
+            raise ConfigError(f"llamacpp judge: extra_buffers={extra_buffers!r}: expected true or false")
         try:
             self._runtime = cpu_runtime(n_threads, wait_policy)  # before llama.cpp loads OpenMP
         except ValueError as exc:
@@ -225,21 +249,46 @@ class LlamaCppJudge(Judge):
             raise ConfigError("the embedded judge needs llama-cpp-python: pip install llama-cpp-python") from exc
         path = resolve_model(model)
         n_threads = self._runtime["n_threads"]
-        self._llm = llama_cpp.Llama(model_path=str(path), n_ctx=n_ctx, n_threads=n_threads, n_threads_batch=n_threads,
-                                    logits_all=logits_all, verbose=False, seed=seed)
+        self._runtime |= self._load(llama_cpp, path, extra_buffers,
+                                    dict(n_ctx=n_ctx, n_threads=n_threads, n_threads_batch=n_threads,
+                                         logits_all=logits_all, verbose=False, seed=seed))
         self._formatter = chat_formatter(self._llm, path)
         eos_id = self._llm.token_eos()
         self._eos = {eos_id, *(t for t in (self._llm._model.token_eot(),) if t != -1)}
         self._n_vocab = self._llm.n_vocab()
         self._seed = seed
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # one evaluation at a time; closing waits for it
+        self._stop = threading.Event()  # set by aclose: an evaluation in flight ends at its next token
+        self._crash_test = os.environ.get(CRASH_TEST_ENV)
         self._tokens: list[int] = []  # what the KV cache currently holds
         self.stats = {"prompt_tokens_evaluated": 0, "prompt_tokens_reused": 0}
         self.identity = identity_of(model, n_ctx)
         self.n_threads = n_threads
 
+    def _load(self, llama_cpp: Any, path: Path, extra_buffers: bool, kwargs: dict[str, Any]) -> dict[str, Any]:
+        """Load the model with the extra-buffer setting in its params; return what the runtime record says of it.
+
+        The breadcrumb (for the ``assay`` launcher's crash report) is written before the load and after it.
+        """
+        settable = supports_extra_buffers(llama_cpp)
+        record: dict[str, Any] = {"extra_buffers": extra_buffers if settable else "llama.cpp's default",
+                                  "cpu_amx": read_amx_flags(), "faulthandler": enable_faulthandler()}
+        if not settable:
+            record["extra_buffers_note"] = (
+                f"llama-cpp-python {llama_cpp.__version__} has no use_extra_bufts field: llama.cpp chooses its "
+                "buffer types (AMX where the CPU has it); if the judge crashes on this CPU, upgrade llama-cpp-python "
+                "or rebuild it with CMAKE_ARGS=\"-DGGML_NATIVE=OFF\"")
+        facts = {"backend": "llamacpp", "model": str(path), "llama_cpp_python": llama_cpp.__version__,
+                 **record, "system_info": system_info(llama_cpp)}
+        write_breadcrumb(facts | {"stage": "loading"})
+        with model_params(llama_cpp, extra_buffers) if settable else contextlib.nullcontext():
+            self._llm = llama_cpp.Llama(model_path=str(path), **kwargs)
+        write_breadcrumb(facts | {"stage": "loaded"})
+        return record
+
     def runtime(self) -> dict[str, Any]:
-        """Threads and how they wait (for the manifest and ``assay judges``)."""
+        """Threads, how they wait, and the buffer types the model loaded with (for the manifest and
+        ``assay judges``)."""
         return dict(self._runtime)
 
     def prompt_tokens(self, request: Request) -> list[int]:
@@ -255,6 +304,7 @@ class LlamaCppJudge(Judge):
 
     def _generate_sync(self, request: Request) -> Response:
         with self._lock:
+            self._check_open()
             start = time.perf_counter()
             prompt = self.prompt_tokens(request)
             if len(prompt) + request.max_tokens > self._llm.n_ctx():
@@ -291,7 +341,15 @@ class LlamaCppJudge(Judge):
         self._tokens = self._tokens[:len(prompt)]
         return logits
 
+    def _check_open(self) -> None:
+        """Stop an evaluation the judge's closing is waiting for (between tokens: never inside llama.cpp)."""
+        if self._stop.is_set():
+            raise FatalJudgeError("the embedded judge was closed (the run was interrupted)")
+
     def _eval(self, tokens: list[int]) -> np.ndarray:
+        self._check_open()
+        if self._crash_test:  # tests only: a real signal in the worker thread, as a native fault would raise
+            signal.raise_signal(getattr(signal, self._crash_test))
         self._llm.eval(tokens)
         self._tokens.extend(tokens)
         ptr = self._llm._ctx.get_logits_ith(-1)
@@ -344,7 +402,17 @@ class LlamaCppJudge(Judge):
         return self._llm.detokenize([token]).decode("utf-8", errors="replace")
 
     async def aclose(self) -> None:
-        self._llm.close() if hasattr(self._llm, "close") else None
+        """Free the model once no thread uses it: an evaluation in flight stops at its next token (the stop
+        flag) and the model is closed under the evaluation lock, in a worker thread so that the event loop
+        goes on; closing again does nothing."""
+        self._stop.set()
+        await asyncio.to_thread(self._close_sync)
+
+    def _close_sync(self) -> None:
+        with self._lock:
+            if getattr(self, "_llm", None) is not None:
+                self._llm.close() if hasattr(self._llm, "close") else None
+                self._llm = None
 
     def info(self) -> dict[str, Any]:
         return {"n_ctx": self._llm.n_ctx(), "n_vocab": self._n_vocab, **self.stats}

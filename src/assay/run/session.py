@@ -406,12 +406,17 @@ async def preparing(prepare: Awaitable[R], method: str, judge: ManagedJudge,
     task = asyncio.ensure_future(prepare)
     started = time.monotonic()
     status(f"preparing {method} (artifacts: steps, checklists, rubrics, ...)")
-    while not task.done():
-        await asyncio.wait({task}, timeout=every_s)
-        if not task.done():
-            u = judge.ledger.total()
-            status(f"preparing {method}: {u.calls} judge call(s) so far ({u.cached_calls} from cache), "
-                   f"{time.monotonic() - started:.0f} s")
+    try:
+        while not task.done():
+            await asyncio.wait({task}, timeout=every_s)
+            if not task.done():
+                u = judge.ledger.total()
+                status(f"preparing {method}: {u.calls} judge call(s) so far ({u.cached_calls} from cache), "
+                       f"{time.monotonic() - started:.0f} s")
+    except asyncio.CancelledError:  # an interrupted run: the build stops with it, before the judge is closed
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        raise
     return task.result()
 
 
