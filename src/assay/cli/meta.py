@@ -22,6 +22,24 @@ MapOpt = Annotated[list[str] | None, typer.Option("--map", help=(
 DatasetOpt = Annotated[str | None, typer.Option(help="Benchmark a scores file belongs to (level, scales)")]
 
 
+HumanOpt = Annotated[Path | None, typer.Option("--human", help=(
+    "Human labels for some of the run's samples (JSON, JSONL, CSV, Parquet; a filled `assay labels pick` sheet): "
+    "intervals for the mean human rating, human-only vs prediction-powered vs judge-only"))]
+LabelsOpt = Annotated[int | None, typer.Option("--labels", help=(
+    "Simulate K labels on a benchmark: K samples drawn at random (--seed) keep their human ratings, the rest "
+    "are treated as unlabelled"))]
+AlphaOpt = Annotated[float, typer.Option("--alpha", help="Error level of the trust intervals (0.05: 95%)")]
+IdOpt = Annotated[str | None, typer.Option("--id", help="--human: the field holding assay's sample ids")]
+MatchOpt = Annotated[str | None, typer.Option("--match", help=(
+    "--human: fields naming the sample, FIELD or FILE_FIELD=SAMPLE_FIELD, comma-separated (as assay import)"))]
+RatingOpt = Annotated[str | None, typer.Option("--rating", help=(
+    "--human: the field holding one dimension's ratings (with one --dimension); default one column per "
+    "dimension"))]
+CalibrateOpt = Annotated[str | None, typer.Option("--calibrate", help=(
+    "--human/--labels: isotonic or linear, cross-fitted on the labels; held-out figures before and after, "
+    "calibrated scores kept for `assay export` (score_calibrated)"))]
+
+
 def print_table(table: dict[str, Any]) -> None:
     """Print one of :mod:`assay.report.tables`' tables with rich, its notes below it."""
     from rich.table import Table
@@ -100,16 +118,33 @@ def meta(
     mapping: MapOpt = None,
     dataset: DatasetOpt = None,
     json_path: JsonOpt = None,
+    human: HumanOpt = None,
+    labels: LabelsOpt = None,
+    alpha: AlphaOpt = 0.05,
+    id_field: IdOpt = None,
+    match: MatchOpt = None,
+    rating: RatingOpt = None,
+    calibrate: CalibrateOpt = None,
+    systems: Annotated[bool, typer.Option(help="With --human/--labels: per-system estimates and differences")]
+    = True,
 ) -> None:
-    """Correlation with human ratings as the papers print it: per dimension and average, with coverage."""
+    """Correlation with human ratings as the papers print it; with --human or --labels, what humans would say."""
     from assay.meta.evaluate import meta_evaluate
     from assay.meta.inputs import parse_mapping
     from assay.report.tables import agreement_table, correlation_table, quality_table
 
     _check(level, kendall)
     fmap = parse_mapping(mapping) if mapping else None
+    trusting = human is not None or labels is not None
+    if trusting:
+        _check_trust(sources, human, labels, rating, dimension, calibrate)
     results = []
     for src in sources:
+        if trusting:
+            res = _trust(src, human, labels, seed, alpha, dimension, id_field, match, rating, calibrate, dataset,
+                         systems)
+            results.append(res)
+            continue
         res = meta_evaluate(src, level=level, dimensions=dimension, measures=_measures(measure),  # type: ignore[arg-type]
                             variant=kendall, bootstrap=bootstrap, seed=seed, ci=ci, split=split,  # type: ignore[arg-type]
                             thresholds=_thresholds(threshold), mapping=fmap, dataset=dataset)
@@ -121,6 +156,46 @@ def meta(
             print_table(quality_table(res["quality_split"], res["measures"]))
     if json_path:
         _write_json(json_path, results[0] if len(results) == 1 else results)
+
+
+def _check_trust(sources: list[Path], human: Path | None, labels: int | None, rating: str | None,
+                 dimension: list[str] | None, calibrate: str | None) -> None:
+    """Refuse contradictory trust options before anything is read."""
+    from assay.errors import ConfigError
+
+    if human is not None and labels is not None:
+        raise ConfigError("--human reads real labels, --labels K simulates them: give one")
+    if len(sources) != 1:
+        raise ConfigError("--human/--labels take one run (or scores file)")
+    if rating and len(dimension or []) != 1:
+        raise ConfigError("--rating names the field of one dimension: give exactly one --dimension")
+    if calibrate and calibrate not in ("isotonic", "linear"):
+        raise ConfigError(f"--calibrate {calibrate!r}: choose isotonic or linear")
+
+
+def _trust(src: Path, human: Path | None, labels: int | None, seed: int, alpha: float, dimension: list[str] | None,
+           id_field: str | None, match: str | None, rating: str | None, calibrate: str | None,
+           dataset: str | None, systems: bool) -> dict[str, Any]:
+    """Trust on one run: estimate, print the tables, keep calibrated scores beside a run directory."""
+    from rich.markup import escape
+
+    from assay.cli.main import out
+    from assay.meta.trust.session import assess, write_calibration
+    from assay.report.trust import calibration_table, systems_table, trust_table
+
+    res = assess(src, human=human, labels=labels, seed=seed, alpha=alpha,
+                 dimensions=None if rating else dimension, id_field=id_field, match=match,
+                 dimension=dimension[0] if rating and dimension else None, rating=rating,
+                 calibrate_kind=calibrate, dataset=dataset, systems=systems)
+    print_table(trust_table(res))
+    if systems:
+        print_table(systems_table(res))
+    if res["calibration"]:
+        print_table(calibration_table(res["calibration"]))
+        if src.is_dir():
+            path = write_calibration(src, res["calibration"], res["labels"]["source"])
+            out.print(f"calibrated scores kept in {escape(str(path))}: `assay export` adds them as score_calibrated")
+    return res
 
 
 def compare(

@@ -18,7 +18,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from scipy.stats import norm
 
 __all__ = ["Interval", "MeanEstimate", "difference", "estimate_mean", "power_tuning", "require_ppi"]
 
@@ -110,10 +109,6 @@ def power_tuning(y: np.ndarray, yhat: np.ndarray, yhat_unl: np.ndarray, w: np.nd
     return float(np.clip(cov / ((1 + n / big_n) * var), 0.0, 1.0))
 
 
-def _z(alpha: float) -> float:
-    return float(norm.ppf(1 - alpha / 2))
-
-
 def estimate_mean(y: np.ndarray, yhat: np.ndarray, yhat_unl: np.ndarray, *, alpha: float = 0.05,
                   weights: np.ndarray | None = None, weights_unl: np.ndarray | None = None,
                   judge_all: np.ndarray | None = None) -> MeanEstimate:
@@ -150,6 +145,9 @@ def estimate_mean(y: np.ndarray, yhat: np.ndarray, yhat_unl: np.ndarray, *, alph
     lo, hi = ppi_py.ppi_mean_ci(y, yhat, yhat_unl, alpha=alpha, lam=lam, w=w, w_unlabeled=w_unl)
     est = ppi_py.ppi_mean_pointestimate(y, yhat, yhat_unl, lam=lam, w=w, w_unlabeled=w_unl)
     ppi = Interval(float(np.ravel(est)[0]), float(np.ravel(lo)[0]), float(np.ravel(hi)[0]))
+    if np.ptp(y) == 0:
+        notes.append(f"all {len(y)} labels are {y[0]:g}: the normal interval has zero width and is not to be "
+                     "trusted with so few labels")
     if lam == 0.0:
         notes.append("power tuning chose lambda = 0: the judge's scores do not help here, PPI is the labels alone")
     everyone = np.concatenate([yhat, yhat_unl]) if judge_all is None else np.asarray(judge_all, float)
