@@ -40,7 +40,7 @@ def trust_table(result: dict[str, Any]) -> Table:
             rows.append([dim, fmt(row.get("n_labelled")), row["error"], "-", "-", "-", "-"] + (["-"] if simulated
                                                                                                 else []))
             continue
-        cells = [dim, f"{row['n_labelled']} / {row['n_labelled'] + row['n_unlabelled']}", _iv(row["human_only"]),
+        cells = [dim, f"{row['n_labelled']} / {row['n_units']}", _iv(row["human_only"]),
                  _iv(row["ppi"]), fmt(row["lambda"], 2), fmt(row["rho"], 2), _iv(row["judge_only"])]
         if simulated:
             cells.append(fmt(row.get("all_labels")))

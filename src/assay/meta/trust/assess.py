@@ -163,6 +163,7 @@ def trust(table: ScoreTable, labels: Labels, *, alpha: float = 0.05, dimensions:
             out[dim] = {"error": str(exc), "n_labelled": len(labels.ratings.get(dim, {}))}
             continue
         row = res.to_dict()
+        row["n_units"] = len(frame)
         row["notes"] = notes + row["notes"]
         if labels.simulated:
             row["all_labels"] = float(frame["human"].mean())

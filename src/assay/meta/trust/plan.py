@@ -9,9 +9,10 @@ the formula ``ppi_py``'s power analysis uses when the unlabelled set is capped a
 (``_get_cheap_pair``); tests check the two agree. sigma and rho come from pilot labels.
 
 Sampling plans. ``random``: a simple random draw. ``stratified``: strata are the system crossed with
-bins of the judge's score (tertiles of the judge's mean over dimensions), K allocated in proportion to
-the strata's sizes with at least one per stratum; each picked sample carries its inclusion probability
-``n_h / N_h`` so that PPI can weight it by ``1 / p``.
+bins of the judge's score (up to tertiles of the judge's mean over dimensions, fewer when K would give a
+stratum under about 3 labels), K allocated in proportion to the strata's sizes with at least one per
+stratum; each picked sample carries its inclusion probability ``n_h / N_h`` so that PPI can weight it by
+``1 / p``.
 """
 
 from __future__ import annotations
@@ -73,10 +74,10 @@ def _strata(units: pd.DataFrame, k: int, bins: int = 3) -> tuple[pd.Series, list
     """Each unit's stratum (system x judge-score bin), with fewer bins when K cannot cover every stratum."""
     notes = []
     systems = units["system_id"].nunique()
-    bins_fit = max(1, min(bins, k // max(systems, 1)))
+    bins_fit = max(1, min(bins, k // (3 * max(systems, 1))))  # about 3 labels a stratum: close to proportional
     by_system = systems > 1 and k >= systems
     if not by_system and systems > 1:
-        bins_fit = min(bins, k)
+        bins_fit = max(1, min(bins, k // 3))
         notes.append(f"K = {k} is fewer than the {systems} systems: strata are judge-score bins only")
     elif bins_fit < bins:
         notes.append(f"K = {k} covers {bins_fit} judge-score bin(s) per system, not {bins}")

@@ -20,10 +20,11 @@ from assay.meta.table import ScoreTable
 from assay.meta.trust.assess import Labels, simulate_labels, to_human_scale, trust
 from assay.meta.trust.calibrate import KINDS, calibrate
 from assay.meta.trust.human import needs_texts, read_human
+from assay.meta.trust.plan import labels_needed
 from assay.types import Sample
 
-__all__ = ["CALIBRATION_FILE", "assess", "judge_scales", "read_calibration", "run_samples", "units",
-           "write_calibration"]
+__all__ = ["CALIBRATION_FILE", "assess", "judge_scales", "load_labels", "plan", "read_calibration", "run_samples",
+           "units", "write_calibration"]
 
 CALIBRATION_FILE = "calibration.json"
 
@@ -104,11 +105,44 @@ def _calibration(table: ScoreTable, labels: Labels, scales: dict[str, tuple[floa
     return out
 
 
+def load_labels(source: str | Path | ScoreTable, *, human: str | Path | None = None, labels: int | None = None,
+                seed: int = 0, dimensions: Sequence[str] | None = None, id_field: str | None = None,
+                match: str | None = None, dimension: str | None = None, rating: str | None = None,
+                dataset: str | None = None) -> tuple[ScoreTable, Labels, dict[str, tuple[float, float]], list[str]]:
+    """The run's table, the labels (read or simulated), the judge's scales and the dimensions that have labels.
+
+    Raises:
+        ConfigError: Neither or both of ``human`` and ``labels``, unknown dimensions, a bad K.
+        InputError: A bad labels file (naming file, record and field).
+    """
+    if (human is None) == (labels is None):
+        raise ConfigError("give human labels (--human FILE) or a number of labels to simulate (--labels K), "
+                          "not both")
+    table = source if isinstance(source, ScoreTable) else load_scores(source, dataset=dataset)
+    scales = {} if isinstance(source, ScoreTable) else judge_scales(source)
+    dims = list(dimensions or table.dimensions())
+    unknown = [d for d in dims if d not in table.dimensions()]
+    if unknown:
+        raise ConfigError(f"{table.name}: no scores for dimension(s) {unknown}; it has {table.dimensions()}")
+    if labels is not None:
+        try:
+            return table, simulate_labels(table, labels, seed=seed, dimensions=dims), scales, dims
+        except ValueError as exc:
+            raise ConfigError(f"{table.name}: {exc}") from None
+    samples = run_samples(table, dataset, texts=needs_texts(id_field, match))
+    lab = read_human(human, samples, table.dimensions(), scales=table.scales,  # type: ignore[arg-type]
+                     id_field=id_field, match=match, dimension=dimension, rating=rating)
+    dims = [d for d in dims if lab.ratings.get(d)]
+    if not dims:
+        raise ConfigError(f"{human}: no ratings for the dimension(s) asked")
+    return table, lab, scales, dims
+
+
 def assess(source: str | Path | ScoreTable, *, human: str | Path | None = None, labels: int | None = None,
            seed: int = 0, alpha: float = 0.05, dimensions: Sequence[str] | None = None, id_field: str | None = None,
            match: str | None = None, dimension: str | None = None, rating: str | None = None,
            calibrate_kind: str | None = None, dataset: str | None = None, systems: bool = True) -> dict[str, Any]:
-    """Trust on a run or scores file: ``{"labels", "trust", "calibration"}``.
+    """Trust on a run or scores file: ``{"labels", "alpha", "table", "trust", "calibration"}``.
 
     Args:
         source: A run directory, a scores file or a loaded table.
@@ -123,34 +157,16 @@ def assess(source: str | Path | ScoreTable, *, human: str | Path | None = None, 
         systems: Add per-system estimates and differences.
 
     Raises:
-        ConfigError: Neither or both of ``human`` and ``labels``, an unknown calibration.
+        ConfigError: Neither or both of ``human`` and ``labels``, an unknown calibration, a bad alpha.
         InputError: A bad labels file (naming file, record and field).
     """
-    if (human is None) == (labels is None):
-        raise ConfigError("give human labels (--human FILE) or a number of labels to simulate (--labels K), "
-                          "not both")
     if calibrate_kind and calibrate_kind not in KINDS:
         raise ConfigError(f"--calibrate {calibrate_kind!r}: choose {' or '.join(KINDS)}")
     if not 0 < alpha < 1:
         raise ConfigError(f"--alpha {alpha}: the error level lies between 0 and 1 (0.05 for 95% intervals)")
-    table = source if isinstance(source, ScoreTable) else load_scores(source, dataset=dataset)
-    scales = {} if isinstance(source, ScoreTable) else judge_scales(source)
-    dims = list(dimensions or table.dimensions())
-    unknown = [d for d in dims if d not in table.dimensions()]
-    if unknown:
-        raise ConfigError(f"{table.name}: no scores for dimension(s) {unknown}; it has {table.dimensions()}")
-    if labels is not None:
-        try:
-            lab = simulate_labels(table, labels, seed=seed, dimensions=dims)
-        except ValueError as exc:
-            raise ConfigError(f"{table.name}: {exc}") from None
-    else:
-        samples = run_samples(table, dataset, texts=needs_texts(id_field, match))
-        lab = read_human(human, samples, table.dimensions(), scales=table.scales,  # type: ignore[arg-type]
-                         id_field=id_field, match=match, dimension=dimension, rating=rating)
-        dims = [d for d in dims if lab.ratings.get(d)]
-        if not dims:
-            raise ConfigError(f"{human}: no ratings for the dimension(s) asked")
+    table, lab, scales, dims = load_labels(source, human=human, labels=labels, seed=seed, dimensions=dimensions,
+                                           id_field=id_field, match=match, dimension=dimension, rating=rating,
+                                           dataset=dataset)
     result = {"labels": {"source": lab.source, "simulated": lab.simulated, "weighted": lab.inclusion is not None,
                          "n": {d: len(lab.ratings.get(d, {})) for d in dims}},
               "alpha": alpha, "table": table.describe(),
@@ -159,6 +175,25 @@ def assess(source: str | Path | ScoreTable, *, human: str | Path | None = None, 
     if calibrate_kind:
         result["calibration"] = _calibration(table, lab, scales, calibrate_kind, dims, seed)
     return result
+
+
+def plan(source: str | Path | ScoreTable, *, width: float, price: float | None = None, alpha: float = 0.05,
+         **how: Any) -> dict[str, Any]:
+    """Labels needed per dimension for a half-width ``width``, from pilot labels (``how``: as :func:`load_labels`)."""
+    table, lab, scales, dims = load_labels(source, **how)
+    out: dict[str, Any] = {}
+    for dim in dims:
+        frame = table.dim(dim)
+        human = table.scales.get(dim)
+        x = to_human_scale(frame["score"].to_numpy(), scales.get(dim), human[:2] if human else None)
+        rated = lab.ratings.get(dim, {})
+        use = frame["sample_id"].isin(list(rated)).to_numpy() & ~np.isnan(x)
+        try:
+            out[dim] = labels_needed(frame.loc[use, "sample_id"].map(rated).to_numpy(float), x[use], width=width,
+                                     pool=len(frame), alpha=alpha, price=price)
+        except ValueError as exc:
+            out[dim] = {"error": str(exc)}
+    return {"labels": lab.source, "plans": out}
 
 
 def write_calibration(run_dir: str | Path, calibration: dict[str, Any], source: str) -> Path:

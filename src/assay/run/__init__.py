@@ -1,0 +1,1 @@
+"""Running and storing judgments: run directories written by assay (here so far: the jury of several runs)."""
