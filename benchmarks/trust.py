@@ -15,9 +15,10 @@ copy against ``assay.meta.trust.estimate_mean`` (which calls ``ppi_py``) on a fe
 differ.
 
 Also: calibration (isotonic and linear, K = 100, 200 subsets): held-out MAE before and after, cross-fitted on
-the labels (what ``--calibrate`` reports) and on the unlabelled rest (the truth); the equal-weights jury of the
-five Shen judges (``assay jury``) against its best single judge. The embedded judge is not run here: a
-SmolLM2 run over 1,200 summaries is not cheap on two shared cores.
+the labels (what ``--calibrate`` reports) and on the unlabelled rest (the truth); the juries of the five Shen
+judges (``assay jury``: equal weights, and weights learned on 100 labels with cross-fitting) against their best
+single judge: sample-level Spearman and the PPI++/human-only width ratio at K = 100. The embedded judge is not
+run here: a SmolLM2 run over 1,200 summaries is not cheap on two shared cores.
 
 Usage: python benchmarks/trust.py [--subsets 1000] [--work DIR] [--markdown]
 """
@@ -36,11 +37,12 @@ import numpy as np
 from scipy.stats import norm, spearmanr
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from shen_import import DATA as SHEN, DATASET, DIMENSIONS, build_answers  # noqa: E402
+from shen_import import DATA as SHEN
+from shen_import import DATASET, DIMENSIONS, build_answers
 
-from assay.meta.inputs import load_scores  # noqa: E402
-from assay.meta.trust import calibrate, estimate_mean, to_human_scale  # noqa: E402
-from assay.meta.trust.session import judge_scales  # noqa: E402
+from assay.meta.inputs import load_scores
+from assay.meta.trust import calibrate, estimate_mean, to_human_scale
+from assay.meta.trust.session import judge_scales
 
 UNIEVAL = SHEN.parent / "topical_chat.unieval_predictions.json"
 TC_DIMS = ("naturalness", "coherence", "engagingness", "groundedness")
@@ -185,14 +187,16 @@ def main() -> None:
             for kind in ("isotonic", "linear")]
     from assay.run.jury import make_jury
 
-    jury_dir = args.work / "jury"
-    if not (jury_dir / "run.sqlite").exists():
-        make_jury([runs[j] for j in sorted(runs)], jury_dir)
-    tables["jury (5, equal)"] = load_scores(jury_dir)
+    juries = {"jury (5, equal)": (args.work / "jury", {}),
+              "jury (5, learned on 100 labels)": (args.work / "jury-learned", {"weights": "learned", "labels": 100})}
+    for name, (jury_dir, how) in juries.items():
+        if not (jury_dir / "run.sqlite").exists():
+            make_jury([runs[j] for j in sorted(runs)], jury_dir, **how)
+        tables[name] = load_scores(jury_dir)
     jury = {name: {dim: sample_level_spearman(t, dim) for dim in DIMENSIONS} for name, t in tables.items()}
     jury_ratio = {}
     for name, t in tables.items():
-        scales = judge_scales(jury_dir if name.startswith("jury") else runs[name])
+        scales = judge_scales(juries[name][0] if name in juries else runs[name])
         for dim in DIMENSIONS:
             y, f = pool(t, dim, scales)
             jury_ratio[(name, dim)] = simulate(y, f, 100, args.subsets, rng)["ratio"]
@@ -213,8 +217,8 @@ def markdown(r: dict) -> str:
              "theory √(1-ρ²N/(n+N)) | √(1-ρ²) | median λ |", "| --- |" * 1 + " --- |" * 10]
     for s in r["simulations"]:
         lines.append(f"| {s['data']} | {s['judge']} | {s['dim']} | {s['k']} | {fmt(s['rho'], 2)} | "
-                     f"{100 * s['cover_h']:.1f}% | {100 * s['cover_p']:.1f}% | {fmt(s['ratio'])} | {fmt(s['theory'])} | "
-                     f"{fmt(s['theory_inf'])} | {fmt(s['lam'], 2)} |")
+                     f"{100 * s['cover_h']:.1f}% | {100 * s['cover_p']:.1f}% | {fmt(s['ratio'])} | "
+                     f"{fmt(s['theory'])} | {fmt(s['theory_inf'])} | {fmt(s['lam'], 2)} |")
     lines += ["", "| data | judge | dimension | map | MAE before (cross-fit) | after (cross-fit) | "
               "MAE before (unlabelled rest) | after (unlabelled rest) |", "| --- |" * 1 + " --- |" * 7]
     for c in r["calibration"]:
