@@ -51,12 +51,12 @@ def _folds(n: int, k: int, seed: int) -> np.ndarray:
     return np.random.default_rng(seed).permutation(n) % k
 
 
-def held_out_metrics(y: np.ndarray, pred: np.ndarray, integer: bool) -> dict[str, float | None]:
+def held_out_metrics(y: np.ndarray, pred: np.ndarray, integer: bool) -> dict[str, Any]:
     """MAE, Spearman and, on an integer human scale, quadratic-weighted kappa (both rounded to the scale)."""
     from sklearn.metrics import cohen_kappa_score
 
     y, pred = np.asarray(y, float), np.asarray(pred, float)
-    out: dict[str, float | None] = {"mae": float(np.mean(np.abs(y - pred))),
+    out: dict[str, Any] = {"mae": float(np.mean(np.abs(y - pred))),
                                     "spearman": float(spearmanr(y, pred).statistic) if np.ptp(pred) > 0 else None}
     if integer and np.all(y == np.round(y)):
         out["qwk"] = float(cohen_kappa_score(y.astype(int), np.round(pred).astype(int), weights="quadratic"))

@@ -123,18 +123,17 @@ def pick(units: pd.DataFrame, k: int, *, strategy: str = "random", seed: int = 0
     rng = np.random.default_rng(seed)
     units = units.reset_index(drop=True)
     if strategy == "random":
-        chosen = np.sort(rng.choice(len(units), size=k, replace=False))
-        out = units.iloc[chosen].copy()
+        out = units.iloc[np.sort(rng.choice(len(units), size=k, replace=False))].copy()
         out["inclusion_probability"] = k / len(units)
         return out, []
     filled = units.assign(judge=units["judge"].fillna(units["judge"].mean()))
     key, notes = _strata(filled, k)
     sizes = key.value_counts().sort_index()
     alloc = _allocate(sizes, k)
-    chosen = []
+    chosen: list[int] = []
     for stratum, n_h in alloc.items():
         members = np.flatnonzero((key == stratum).to_numpy())
-        chosen += list(rng.choice(members, size=int(n_h), replace=False))
+        chosen += [int(i) for i in rng.choice(members, size=int(n_h), replace=False)]
     out = units.iloc[sorted(chosen)].copy()
     out["stratum"] = key.iloc[out.index].to_numpy()
     out["inclusion_probability"] = (out["stratum"].map(alloc) / out["stratum"].map(sizes)).astype(float)
