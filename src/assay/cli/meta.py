@@ -14,7 +14,7 @@ DimOpt = Annotated[list[str] | None, typer.Option("--dimension", help="Repeatabl
 MeasureOpt = Annotated[list[str] | None, typer.Option("--measure", help="pearson, spearman, kendall (repeatable)")]
 VariantOpt = Annotated[str, typer.Option("--kendall", help="Kendall variant: a, b or c")]
 BootOpt = Annotated[int, typer.Option("--bootstrap", "-b", help="Bootstrap resamples (0: no intervals)")]
-SeedOpt = Annotated[int, typer.Option("--seed", help="Bootstrap seed")]
+SeedOpt = Annotated[int, typer.Option("--seed", help="Seed of the bootstrap, --labels' draw, --calibrate's folds")]
 JsonOpt = Annotated[Path | None, typer.Option("--json", help="Write the full result as JSON to this file")]
 MapOpt = Annotated[list[str] | None, typer.Option("--map", help=(
     "Scores-file field KEY=FIELD: id, doc_id, system_id, score, human, dimension, error, method, judge, score.DIM, "
