@@ -45,6 +45,7 @@ from assay.meta.stability import density, stability
 from assay.meta.table import ScoreTable
 from assay.meta.trust import (
     Labels,
+    assess,
     calibrate,
     combine,
     estimate_mean,
@@ -61,6 +62,7 @@ __all__ = [
     "ScoreTable",
     "adjust_family",
     "agreement_row",
+    "assess",
     "benjamini_hochberg",
     "bootstrap_intervals",
     "calibrate",

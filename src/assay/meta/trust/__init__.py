@@ -6,6 +6,7 @@ From Python::
     table = load_scores("runs/summeval-geval")
     report = trust(table, simulate_labels(table, 100, seed=0))   # what 100 labels would buy on a benchmark
     report["coherence"]["ppi"]                                     # {"estimate", "low", "high"}
+    assess("runs/mine", human="sheet.csv", calibrate_kind="isotonic")  # what `assay meta --human` computes
 
 Modules: :mod:`~assay.meta.trust.ppi` (the three estimates of a mean, with ``ppi_py``),
 :mod:`~assay.meta.trust.assess` (a score table and labels -> per dimension and system),
@@ -21,7 +22,8 @@ from assay.meta.trust.calibrate import calibrate, fit_map, held_out_metrics
 from assay.meta.trust.jury import combine
 from assay.meta.trust.plan import labels_needed, pick
 from assay.meta.trust.ppi import Interval, MeanEstimate, difference, estimate_mean, power_tuning
+from assay.meta.trust.session import assess
 
-__all__ = ["Interval", "Labels", "MeanEstimate", "calibrate", "combine", "difference", "estimate_mean",
+__all__ = ["Interval", "Labels", "MeanEstimate", "assess", "calibrate", "combine", "difference", "estimate_mean",
            "fit_map", "held_out_metrics", "labels_needed", "pick", "power_tuning", "simulate_labels",
            "to_human_scale", "trust"]
