@@ -14,8 +14,6 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-from scipy.optimize import isotonic_regression
-from scipy.stats import spearmanr
 
 __all__ = ["KINDS", "calibrate", "fit_map", "held_out_metrics"]
 
@@ -38,6 +36,8 @@ def fit_map(kind: str, x: np.ndarray, y: np.ndarray, scale: tuple[float, float] 
         slope, icpt = np.polyfit(x, y, 1) if np.ptp(x) > 0 else (0.0, float(np.mean(y)))
         fn: Map = lambda s: icpt + slope * np.asarray(s, float)  # noqa: E731
     else:
+        from scipy.optimize import isotonic_regression  # scipy.optimize loads slowly: only when it is asked for
+
         ux, inverse, counts = np.unique(x, return_inverse=True, return_counts=True)
         means = np.bincount(inverse, weights=y) / counts  # tied scores share one value: their mean, weighted
         fy = isotonic_regression(means, weights=counts.astype(float), increasing=True).x
@@ -53,6 +53,7 @@ def _folds(n: int, k: int, seed: int) -> np.ndarray:
 
 def held_out_metrics(y: np.ndarray, pred: np.ndarray, integer: bool) -> dict[str, Any]:
     """MAE, Spearman and, on an integer human scale, quadratic-weighted kappa (both rounded to the scale)."""
+    from scipy.stats import spearmanr
     from sklearn.metrics import cohen_kappa_score
 
     y, pred = np.asarray(y, float), np.asarray(pred, float)

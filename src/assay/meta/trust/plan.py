@@ -22,13 +22,14 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy.stats import norm
 
 __all__ = ["labels_needed", "pick"]
 
 
 def _n0(sigma: float, width: float, alpha: float) -> float:
     """Labels the classical interval needs for half-width ``width``."""
+    from scipy.stats import norm
+
     return (norm.ppf(1 - alpha / 2) * sigma / width) ** 2
 
 

@@ -19,7 +19,6 @@ from assay.meta.inputs import load_scores
 from assay.meta.table import ScoreTable
 from assay.meta.trust.assess import Labels, simulate_labels, to_human_scale, trust
 from assay.meta.trust.calibrate import KINDS, calibrate
-from assay.meta.trust.human import needs_texts, read_human
 from assay.meta.trust.plan import labels_needed
 from assay.types import Sample
 
@@ -129,6 +128,8 @@ def load_labels(source: str | Path | ScoreTable, *, human: str | Path | None = N
             return table, simulate_labels(table, labels, seed=seed, dimensions=dims), scales, dims
         except ValueError as exc:
             raise ConfigError(f"{table.name}: {exc}") from None
+    from assay.meta.trust.human import needs_texts, read_human  # assay.importing: loaded when a file is read
+
     samples = run_samples(table, dataset, texts=needs_texts(id_field, match))
     lab = read_human(human, samples, table.dimensions(), scales=table.scales,  # type: ignore[arg-type]
                      id_field=id_field, match=match, dimension=dimension, rating=rating)
