@@ -1,1 +1,3 @@
-"""Running and storing judgments: run directories written by assay (here so far: the jury of several runs)."""
+"""Running a method over a dataset: the run session, the local and Ray executors, the run store, artifact builds and
+the estimate with its stand-in judge.
+"""
