@@ -302,3 +302,28 @@ def test_learned_jury_recovers_weights_and_cross_fits():
     assert np.all(np.isfinite(res["score"]))
     with pytest.raises(ValueError, match="learned weights need"):
         combine(np.column_stack([good, bad]), ["g", "b"], weights="learned", labels=np.full(200, np.nan))
+
+
+def test_a_dimension_that_cannot_be_estimated_says_why_and_the_others_still_are():
+    table = _table(dims=("coherence", "fluency"))
+    frame = table.dim("coherence")
+    ids = list(frame["sample_id"])
+    labels = Labels({"coherence": {ids[0]: 3.0}, "fluency": dict.fromkeys(ids, 3.0)})
+    rep = trust(table, labels, systems=False)
+    assert "at least 2" in rep["coherence"]["error"] and rep["coherence"]["n_labelled"] == 1
+    assert "every unit is labelled" in rep["fluency"]["error"]
+    ok = Labels({"coherence": {i: 3.0 + (k % 3) for k, i in enumerate(ids[:10])}, "fluency": {ids[0]: 2.0}})
+    rep = trust(table, ok, systems=False)
+    assert rep["coherence"]["n_labelled"] == 10 and "error" in rep["fluency"]
+
+
+def test_assess_refuses_both_or_neither_source_of_labels():
+    from assay.errors import ConfigError
+    from assay.meta import assess
+
+    with pytest.raises(ConfigError, match="not both"):
+        assess(_table(), human="x.csv", labels=10)
+    with pytest.raises(ConfigError, match="not both"):
+        assess(_table())
+    with pytest.raises(ConfigError, match="--alpha"):
+        assess(_table(), labels=10, alpha=1.5)
