@@ -177,3 +177,19 @@ def test_jury_run_is_a_run_with_members_failures_explicit(runs, tmp_path, cli):
     assert code == 0, stdout
     code, _, err = cli("jury", str(runs[0]), str(runs[1]), "-o", str(learned))
     assert code == 1 and "already holds a run" in err
+
+
+def test_a_scores_file_with_the_judge_scale_given(tmp_path, cli):
+    from published import TESTS
+
+    unieval = TESTS / "fixtures" / "meta" / "topical_chat.unieval_predictions.json"
+    out = tmp_path / "u.json"
+    code, stdout, _ = cli("meta", str(unieval), "--dataset", "topical-chat", "--labels", "60", "--dimension",
+                          "coherence", "--judge-scale", "coherence=0,1", "--no-systems", "--json", str(out))
+    assert code == 0, stdout
+    row = json.loads(out.read_text())["trust"]["coherence"]
+    predicted = load_scores(unieval, dataset="topical-chat").dim("coherence")["score"]
+    assert row["judge_only"]["estimate"] == pytest.approx((1 + 2 * predicted).mean())  # 0-1 moved onto 1-3
+    assert not any("taken as on the human scale" in n for n in row["notes"])
+    code, _, err = cli("meta", str(unieval), "--labels", "60", "--judge-scale", "coherence=1")
+    assert code == 1 and "DIMENSION=LOW,HIGH" in err

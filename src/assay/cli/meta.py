@@ -35,6 +35,9 @@ MatchOpt = Annotated[str | None, typer.Option("--match", help=(
 RatingOpt = Annotated[str | None, typer.Option("--rating", help=(
     "--human: the field holding one dimension's ratings (with one --dimension); default one column per "
     "dimension"))]
+JudgeScaleOpt = Annotated[list[str] | None, typer.Option("--judge-scale", help=(
+    "--human/--labels: the judge's scale DIMENSION=LOW,HIGH (repeatable) where a scores file does not say it; "
+    "judge scores are moved linearly onto the human scale"))]
 CalibrateOpt = Annotated[str | None, typer.Option("--calibrate", help=(
     "--human/--labels: isotonic or linear, cross-fitted on the labels; held-out figures before and after, "
     "calibrated scores kept for `assay export` (score_calibrated)"))]
@@ -125,6 +128,7 @@ def meta(
     match: MatchOpt = None,
     rating: RatingOpt = None,
     calibrate: CalibrateOpt = None,
+    judge_scale: JudgeScaleOpt = None,
     systems: Annotated[bool, typer.Option(help="With --human/--labels: per-system estimates and differences")]
     = True,
 ) -> None:
@@ -142,7 +146,7 @@ def meta(
     for src in sources:
         if trusting:
             res = _trust(src, human, labels, seed, alpha, dimension, id_field, match, rating, calibrate, dataset,
-                         systems)
+                         systems, parse_scales(judge_scale))
             results.append(res)
             continue
         res = meta_evaluate(src, level=level, dimensions=dimension, measures=_measures(measure),  # type: ignore[arg-type]
@@ -156,6 +160,23 @@ def meta(
             print_table(quality_table(res["quality_split"], res["measures"]))
     if json_path:
         _write_json(json_path, results[0] if len(results) == 1 else results)
+
+
+def parse_scales(pairs: list[str] | None) -> dict[str, tuple[float, float]]:
+    """``DIMENSION=LOW,HIGH`` pairs as ``{dimension: (low, high)}``."""
+    from assay.errors import ConfigError
+
+    out = {}
+    for pair in pairs or []:
+        dim, eq, rest = pair.partition("=")
+        try:
+            low, high = (float(x) for x in rest.split(","))
+        except ValueError:
+            raise ConfigError(f"--judge-scale {pair!r} must be DIMENSION=LOW,HIGH") from None
+        if not eq or not dim or high <= low:
+            raise ConfigError(f"--judge-scale {pair!r} must be DIMENSION=LOW,HIGH with LOW < HIGH")
+        out[dim] = (low, high)
+    return out
 
 
 def _check_trust(sources: list[Path], human: Path | None, labels: int | None, rating: str | None,
@@ -175,7 +196,7 @@ def _check_trust(sources: list[Path], human: Path | None, labels: int | None, ra
 
 def _trust(src: Path, human: Path | None, labels: int | None, seed: int, alpha: float, dimension: list[str] | None,
            id_field: str | None, match: str | None, rating: str | None, calibrate: str | None,
-           dataset: str | None, systems: bool) -> dict[str, Any]:
+           dataset: str | None, systems: bool, scales: dict[str, tuple[float, float]]) -> dict[str, Any]:
     """Trust on one run: estimate, print the tables, keep calibrated scores beside a run directory."""
     from rich.markup import escape
 
@@ -186,7 +207,7 @@ def _trust(src: Path, human: Path | None, labels: int | None, seed: int, alpha: 
     res = assess(src, human=human, labels=labels, seed=seed, alpha=alpha,
                  dimensions=None if rating else dimension, id_field=id_field, match=match,
                  dimension=dimension[0] if rating and dimension else None, rating=rating,
-                 calibrate_kind=calibrate, dataset=dataset, systems=systems)
+                 calibrate_kind=calibrate, dataset=dataset, systems=systems, scales=scales)
     print_table(trust_table(res))
     if systems:
         print_table(systems_table(res))

@@ -107,8 +107,11 @@ def _calibration(table: ScoreTable, labels: Labels, scales: dict[str, tuple[floa
 def load_labels(source: str | Path | ScoreTable, *, human: str | Path | None = None, labels: int | None = None,
                 seed: int = 0, dimensions: Sequence[str] | None = None, id_field: str | None = None,
                 match: str | None = None, dimension: str | None = None, rating: str | None = None,
-                dataset: str | None = None) -> tuple[ScoreTable, Labels, dict[str, tuple[float, float]], list[str]]:
+                dataset: str | None = None, scales: dict[str, tuple[float, float]] | None = None,
+                ) -> tuple[ScoreTable, Labels, dict[str, tuple[float, float]], list[str]]:
     """The run's table, the labels (read or simulated), the judge's scales and the dimensions that have labels.
+
+    ``scales`` gives the judge's scale per dimension where the source does not (a scores file), or overrides it.
 
     Raises:
         ConfigError: Neither or both of ``human`` and ``labels``, unknown dimensions, a bad K.
@@ -118,7 +121,7 @@ def load_labels(source: str | Path | ScoreTable, *, human: str | Path | None = N
         raise ConfigError("give human labels (--human FILE) or a number of labels to simulate (--labels K), "
                           "not both")
     table = source if isinstance(source, ScoreTable) else load_scores(source, dataset=dataset)
-    scales = {} if isinstance(source, ScoreTable) else judge_scales(source)
+    scales = {**({} if isinstance(source, ScoreTable) else judge_scales(source)), **(scales or {})}
     dims = list(dimensions or table.dimensions())
     unknown = [d for d in dims if d not in table.dimensions()]
     if unknown:
@@ -142,7 +145,8 @@ def load_labels(source: str | Path | ScoreTable, *, human: str | Path | None = N
 def assess(source: str | Path | ScoreTable, *, human: str | Path | None = None, labels: int | None = None,
            seed: int = 0, alpha: float = 0.05, dimensions: Sequence[str] | None = None, id_field: str | None = None,
            match: str | None = None, dimension: str | None = None, rating: str | None = None,
-           calibrate_kind: str | None = None, dataset: str | None = None, systems: bool = True) -> dict[str, Any]:
+           calibrate_kind: str | None = None, dataset: str | None = None, systems: bool = True,
+           scales: dict[str, tuple[float, float]] | None = None) -> dict[str, Any]:
     """Trust on a run or scores file: ``{"labels", "alpha", "table", "trust", "calibration"}``.
 
     Args:
@@ -156,6 +160,8 @@ def assess(source: str | Path | ScoreTable, *, human: str | Path | None = None, 
         calibrate_kind: ``isotonic`` or ``linear`` to add cross-fitted calibration.
         dataset: The dataset (scores files; runs whose texts are needed for ``match``).
         systems: Add per-system estimates and differences.
+        scales: The judge's scale per dimension, ``{dimension: (low, high)}``, where the source does not say it
+            (a scores file) or says it wrongly.
 
     Raises:
         ConfigError: Neither or both of ``human`` and ``labels``, an unknown calibration, a bad alpha.
@@ -167,7 +173,7 @@ def assess(source: str | Path | ScoreTable, *, human: str | Path | None = None, 
         raise ConfigError(f"--alpha {alpha}: the error level lies between 0 and 1 (0.05 for 95% intervals)")
     table, lab, scales, dims = load_labels(source, human=human, labels=labels, seed=seed, dimensions=dimensions,
                                            id_field=id_field, match=match, dimension=dimension, rating=rating,
-                                           dataset=dataset)
+                                           dataset=dataset, scales=scales)
     result = {"labels": {"source": lab.source, "simulated": lab.simulated, "weighted": lab.inclusion is not None,
                          "n": {d: len(lab.ratings.get(d, {})) for d in dims}},
               "alpha": alpha, "table": table.describe(),
