@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from assay.cli.meta import DatasetOpt, HumanOpt, IdOpt, LabelsOpt, MatchOpt, print_table
+from assay.cli.meta import DatasetOpt, DimOpt, HumanOpt, IdOpt, LabelsOpt, MatchOpt, print_table
 
 
 def jury(
@@ -23,6 +23,7 @@ def jury(
     id_field: IdOpt = None,
     match: MatchOpt = None,
     dataset: DatasetOpt = None,
+    dimension: DimOpt = None,
 ) -> None:
     """Combine judges' runs into a jury run that meta, compare, view and export read like any run."""
     from rich.markup import escape
@@ -33,7 +34,7 @@ def jury(
     from assay.run.jury import make_jury
 
     res = make_jury(runs, output, weights=weights, missing=missing, human=human, labels=labels, seed=seed,
-                    id_field=id_field, match=match, dataset=dataset)
+                    id_field=id_field, match=match, dataset=dataset, dimensions=dimension)
     for note in res.notes:
         console.print(f"[yellow]note:[/] {escape(note)}")
     dims = list(res.dimensions)

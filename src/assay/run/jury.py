@@ -80,7 +80,7 @@ def _check_members(members: list[dict[str, Any]]) -> list[str]:
 
 def make_jury(runs: Sequence[str | Path], run_dir: str | Path, *, weights: str = "equal", missing: str = "none",
               human: str | Path | None = None, labels: int | None = None, seed: int = 0, folds: int = 5,
-              **label_fields: Any) -> JuryResult:
+              dimensions: Sequence[str] | None = None, **label_fields: Any) -> JuryResult:
     """Combine member runs into a jury run directory.
 
     Args:
@@ -90,6 +90,7 @@ def make_jury(runs: Sequence[str | Path], run_dir: str | Path, *, weights: str =
         missing: ``none`` (a unit some member did not score has no jury score) or ``mean``.
         human / labels / seed / label_fields: The labels for learned weights (as ``assay meta``).
         folds: Cross-fitting folds for learned weights.
+        dimensions: Which of the dimensions every member scored (default all of them).
 
     Raises:
         ConfigError: Fewer than two runs, members on different datasets, a non-empty target, bad options.
@@ -104,6 +105,11 @@ def make_jury(runs: Sequence[str | Path], run_dir: str | Path, *, weights: str =
         raise ConfigError("--weights learned fits weights on human labels: give --human FILE or --labels K")
     members = [_member(Path(r)) for r in runs]
     dims = _check_members(members)
+    if dimensions:
+        unknown = [d for d in dimensions if d not in dims]
+        if unknown:
+            raise ConfigError(f"--dimension {', '.join(unknown)}: not scored by every member (they share {dims})")
+        dims = list(dimensions)
     lab = None
     if human is not None or labels is not None:
         _, lab, _, _ = load_labels(members[0]["table"], human=human, labels=labels, seed=seed, dimensions=dims,
@@ -124,7 +130,7 @@ def make_jury(runs: Sequence[str | Path], run_dir: str | Path, *, weights: str =
         try:
             res = combine(matrix, names, weights=weights, missing=missing, labels=y, folds=folds, seed=seed)
         except ValueError as exc:
-            raise ConfigError(f"{dim}: {exc}") from None
+            raise ConfigError(f"{dim}: {exc} (label it, or leave it out with --dimension)") from None
         judgments += _judgments(ids, dim, members, matrix, res, names)
         result.dimensions[dim] = {"weights": dict(zip(["intercept", *names], map(float, res["weights"]), strict=True)),
                                   "scored": int(np.isfinite(res["score"]).sum()), "units": len(ids),
