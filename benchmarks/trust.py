@@ -14,6 +14,9 @@ The 1,000 subsets are computed with a vectorised copy of the estimators (the for
 copy against ``assay.meta.trust.estimate_mean`` (which calls ``ppi_py``) on a few subsets and stops if they
 differ.
 
+Per system (GPT-4 on SummEval, K = 100 and 200, 200 subsets): coverage of each system's mean and of the
+differences between systems, through the package's ``estimate_mean`` and ``difference``.
+
 Also: calibration (isotonic and linear, K = 100, 200 subsets): held-out MAE before and after, cross-fitted on
 the labels (what ``--calibrate`` reports) and on the unlabelled rest (the truth); the juries of the five Shen
 judges (``assay jury``: equal weights, and weights learned on 100 labels with cross-fitting) against their best
@@ -41,7 +44,7 @@ from shen_import import DATA as SHEN
 from shen_import import DATASET, DIMENSIONS, build_answers
 
 from assay.meta.inputs import load_scores
-from assay.meta.trust import calibrate, estimate_mean, to_human_scale
+from assay.meta.trust import calibrate, difference, estimate_mean, to_human_scale
 from assay.meta.trust.session import judge_scales
 
 UNIEVAL = SHEN.parent / "topical_chat.unieval_predictions.json"
@@ -140,6 +143,40 @@ def calibration(y: np.ndarray, f: np.ndarray, scale, kind: str, subsets: int, rn
     return {key: float(np.mean(v)) for key, v in acc.items()}
 
 
+def system_coverage(table, dim: str, scales: dict, k: int, subsets: int, rng: np.random.Generator) -> dict:
+    """Per-system means and the differences between systems, through the package's own estimators
+    (``estimate_mean`` per system, ``difference`` per pair): coverage of the pool's system means and of
+    their differences, pooled over systems and pairs."""
+    frame = table.dim(dim)
+    frame = frame[frame["human"].notna()]
+    human = table.scales.get(dim)
+    f = to_human_scale(frame["score"].to_numpy(), scales.get(dim), human[:2] if human else None)
+    f = np.where(np.isnan(f), np.nanmean(f), f)
+    y, systems = frame["human"].to_numpy(float), frame["system_id"].to_numpy()
+    names = sorted(set(systems))
+    truth = {s: y[systems == s].mean() for s in names}
+    hits = {"sys_h": [], "sys_p": [], "diff_h": [], "diff_p": [], "diff_excl0_h": [], "diff_excl0_p": []}
+    for _ in range(subsets):
+        lab = np.zeros(len(y), bool)
+        lab[rng.choice(len(y), k, replace=False)] = True
+        est = {}
+        for s in names:
+            m = systems == s
+            if lab[m].sum() >= 2:
+                est[s] = estimate_mean(y[m & lab], f[m & lab], f[m & ~lab])
+                for kind, key in (("human_only", "sys_h"), ("ppi", "sys_p")):
+                    iv = getattr(est[s], kind)
+                    hits[key].append(iv.low <= truth[s] <= iv.high)
+        done = sorted(est)
+        for i, a in enumerate(done):
+            for b in done[i + 1:]:
+                d, t = difference(est[a], est[b]), truth[a] - truth[b]
+                for kind, key in (("human_only", "h"), ("ppi", "p")):
+                    hits[f"diff_{key}"].append(d[kind]["low"] <= t <= d[kind]["high"])
+                    hits[f"diff_excl0_{key}"].append(d[kind]["low"] > 0 or d[kind]["high"] < 0)
+    return {"k": k, **{key: float(np.mean(v)) for key, v in hits.items()}}
+
+
 def sample_level_spearman(table, dim: str) -> float:
     """SummEval's convention: Spearman per article across its summaries, averaged."""
     frame = table.dim(dim).dropna(subset=["score", "human"])
@@ -156,6 +193,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--subsets", type=int, default=1000)
     ap.add_argument("--calibration-subsets", type=int, default=200)
+    ap.add_argument("--system-subsets", type=int, default=200)
     ap.add_argument("--work", type=Path, default=Path("/tmp/assay-trust-bench"))
     ap.add_argument("--markdown", action="store_true")
     args = ap.parse_args()
@@ -185,6 +223,10 @@ def main() -> None:
              **calibration(y, f, scale, kind, args.calibration_subsets, rng)}
             for (d, j, dim), (y, f, scale) in pools.items() if j in ("gpt-4-0314", "UniEval")
             for kind in ("isotonic", "linear")]
+    per_system = [{"judge": "gpt-4-0314", "dim": dim,
+                   **system_coverage(tables["gpt-4-0314"], dim, judge_scales(runs["gpt-4-0314"]), k,
+                                     args.system_subsets, rng)}
+                  for dim in DIMENSIONS for k in (100, 200)]
     from assay.run.jury import make_jury
 
     juries = {"jury (5, equal)": (args.work / "jury", {}),
@@ -201,7 +243,7 @@ def main() -> None:
             y, f = pool(t, dim, scales)
             jury_ratio[(name, dim)] = simulate(y, f, 100, args.subsets, rng)["ratio"]
     elapsed = time.perf_counter() - t0
-    result = {"simulations": sims, "calibration": cals, "jury_spearman": jury,
+    result = {"simulations": sims, "calibration": cals, "systems": per_system, "jury_spearman": jury,
               "jury_ratio": {f"{n}|{d}": r for (n, d), r in jury_ratio.items()},
               "seconds": {"load": t_load, "simulate": t_sim, "total": elapsed}, "loadavg": os.getloadavg(),
               "subsets": args.subsets}
@@ -224,6 +266,12 @@ def markdown(r: dict) -> str:
     for c in r["calibration"]:
         lines.append(f"| {c['data']} | {c['judge']} | {c['dim']} | {c['kind']} | {fmt(c['cf_before'])} | "
                      f"{fmt(c['cf_after'])} | {fmt(c['rest_before'])} | {fmt(c['rest_after'])} |")
+    lines += ["", "| judge | dimension | K | system means: coverage human-only / PPI++ | differences: coverage "
+              "human-only / PPI++ | differences excluding 0: human-only / PPI++ |", "| --- |" * 1 + " --- |" * 5]
+    for c in r["systems"]:
+        lines.append(f"| {c['judge']} | {c['dim']} | {c['k']} | {100 * c['sys_h']:.1f}% / {100 * c['sys_p']:.1f}% | "
+                     f"{100 * c['diff_h']:.1f}% / {100 * c['diff_p']:.1f}% | "
+                     f"{100 * c['diff_excl0_h']:.1f}% / {100 * c['diff_excl0_p']:.1f}% |")
     lines += ["", "| judge | " + " | ".join(f"{d} ρ (width ratio)" for d in DIMENSIONS) + " | average ρ |",
               "| --- |" + " --- |" * (len(DIMENSIONS) + 1)]
     for name, row in r["jury_spearman"].items():

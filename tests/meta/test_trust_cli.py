@@ -58,8 +58,10 @@ def test_meta_labels_json_carries_the_issue_keys(runs, tmp_path, cli):
         assert row["all_labels"] == pytest.approx(frame["human"].mean())
         assert row["judge_only"]["estimate"] == pytest.approx(frame["score"].mean())  # SummEval: same 1-5 scale
         assert set(row["systems"]) == set(frame["system_id"])
+        assert "warning" not in row  # 30 labels for the dimension: not few
         for cell in row["systems"].values():
             assert "all_labels" in cell and ("ppi" in cell or "error" in cell)
+            assert "error" in cell or "fewer than 30 labels" in cell["warning"]  # a handful per system: said
     assert "PPI++" in stdout and "labels only, prediction-powered, judge only" in stdout
 
 

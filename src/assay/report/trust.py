@@ -46,6 +46,8 @@ def trust_table(result: dict[str, Any]) -> Table:
             cells.append(fmt(row.get("all_labels")))
         rows.append(cells)
         notes += [f"{dim}: {n}" for n in row.get("notes") or [] if not n.startswith("simulated")]
+        if row.get("warning"):
+            notes.append(f"{dim}: {row['warning']}")
     notes.append("judge-only is the judge's mean on the human scale: its bias is unknown, so it has no valid "
                  "interval; PPI++ corrects it with the labels (λ = 0: the labels alone)")
     return {"title": "mean human rating: labels only, prediction-powered, judge only", "columns": cols,
@@ -65,6 +67,10 @@ def systems_table(result: dict[str, Any]) -> Table:
             else:
                 rows.append([dim, system, str(cell["n_labelled"]), _iv(cell["human_only"]), _iv(cell["ppi"]),
                              _iv(cell["judge_only"])])
+        few = sum(1 for c in (row.get("systems") or {}).values() if c.get("warning"))
+        if few:
+            notes.append(f"{dim}: {few} system(s) with fewer than 30 labels: their intervals are approximate and can "
+                         "cover well under 95% (docs/trust.md)")
         diffs = row.get("differences") or []
         if diffs:
             sep = {k: sum(1 for d in diffs if "low" in d[k] and (d[k]["low"] > 0 or d[k]["high"] < 0))

@@ -23,6 +23,11 @@ from assay.meta.trust.ppi import MeanEstimate, difference, estimate_mean
 __all__ = ["Labels", "simulate_labels", "to_human_scale", "trust"]
 
 ScaleT = tuple[float, float]
+#: Below this many labels, a normal interval is approximate: on SummEval's skewed scales, per-system intervals from
+#: 8-17 labels covered 56-93% instead of 95% (docs/benchmarks.md); such estimates carry a warning.
+FEW_LABELS = 30
+FEW_WARNING = (f"fewer than {FEW_LABELS} labels: the normal interval is approximate and can cover well under its "
+               "nominal level (docs/trust.md)")
 
 
 @dataclass
@@ -123,11 +128,15 @@ def _systems(frame: pd.DataFrame, alpha: float) -> tuple[dict[str, Any], list[di
             continue
         fitted[str(system)] = _estimate(part, alpha)
         out[str(system)] = fitted[str(system)].to_dict()
+        if n_lab < FEW_LABELS:
+            out[str(system)]["warning"] = FEW_WARNING
     diffs = []
     for a, b in combinations(sorted(fitted), 2):
         docs_a = set(frame.loc[frame["system_id"] == a, "doc_id"])
         docs_b = set(frame.loc[frame["system_id"] == b, "doc_id"])
         diffs.append({"a": a, "b": b, **difference(fitted[a], fitted[b]), "same_inputs": docs_a == docs_b})
+        if min(fitted[a].n_labelled, fitted[b].n_labelled) < FEW_LABELS:
+            diffs[-1]["warning"] = FEW_WARNING
     return out, diffs, fitted
 
 
@@ -165,6 +174,8 @@ def trust(table: ScoreTable, labels: Labels, *, alpha: float = 0.05, dimensions:
         row = res.to_dict()
         row["n_units"] = len(frame)
         row["notes"] = notes + row["notes"]
+        if res.n_labelled < FEW_LABELS:
+            row["warning"] = FEW_WARNING
         if labels.simulated:
             row["all_labels"] = float(frame["human"].mean())
         if systems:

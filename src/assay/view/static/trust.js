@@ -44,6 +44,11 @@ AssayView.section("trust", (root, data, app) => {
         [d, `${r.n_labelled} / ${r.n_units}`, cell(r.human_only), cell(r.ppi), app.fmt(r.lambda, 2), cell(r.judge_only)];
     });
     card.appendChild(app.table(["dimension", "labelled", "human-only", "PPI++", "λ", "judge-only"], rows));
+    const few = dims.filter((d) => run.trust[d].warning || Object.values(run.trust[d].systems || {}).some((c) => c.warning));
+    if (few.length) {
+      card.appendChild(app.el("p", {class: "muted warning"}, `${few.join(", ")}: some estimates rest on fewer than 30 ` +
+        "labels (per system, most often); their normal intervals are approximate and can cover well under their level."));
+    }
     for (const d of dims) {
       if (run.trust[d].error) continue;
       const div = app.el("div", {class: "plot forest", "data-dim": d});
