@@ -14,6 +14,9 @@ The 1,000 subsets are computed with a vectorised copy of the estimators (the for
 copy against ``assay.meta.trust.estimate_mean`` (which calls ``ppi_py``) on a few subsets and stops if they
 differ.
 
+Stratified picks (GPT-4 on SummEval, K = 100 and 200, 100 picks by ``pick(strategy="stratified")``, estimated with
+weights 1/p as ``--human`` reads a sheet back): coverage and median width of the dimension means.
+
 Per system (GPT-4 on SummEval, K = 100 and 200, 200 subsets): coverage of each system's mean and of the
 differences between systems, through the package's ``estimate_mean`` and ``difference``.
 
@@ -44,7 +47,7 @@ from shen_import import DATA as SHEN
 from shen_import import DATASET, DIMENSIONS, build_answers
 
 from assay.meta.inputs import load_scores
-from assay.meta.trust import calibrate, difference, estimate_mean, to_human_scale
+from assay.meta.trust import calibrate, difference, estimate_mean, pick, to_human_scale
 from assay.meta.trust.session import judge_scales
 
 UNIEVAL = SHEN.parent / "topical_chat.unieval_predictions.json"
@@ -177,6 +180,35 @@ def system_coverage(table, dim: str, scales: dict, k: int, subsets: int, rng: np
     return {"k": k, **{key: float(np.mean(v)) for key, v in hits.items()}}
 
 
+def stratified_coverage(table, scales: dict, k: int, subsets: int, seed0: int = 0) -> dict[str, dict[str, float]]:
+    """Labels picked by ``assay labels pick --strategy stratified`` (the package's ``pick``), estimated with their
+    inclusion probabilities as ``--human`` reads them back: coverage and median width per dimension."""
+    import pandas as pd
+
+    frames = {d: table.dim(d).set_index("sample_id") for d in DIMENSIONS}
+    yhat = {}
+    for d, fr in frames.items():
+        human = table.scales.get(d)
+        f = to_human_scale(fr["score"].to_numpy(), scales.get(d), human[:2] if human else None)
+        yhat[d] = pd.Series(np.where(np.isnan(f), np.nanmean(f), f), index=fr.index)
+    first = frames[DIMENSIONS[0]]
+    units = pd.DataFrame({"sample_id": first.index, "system_id": first["system_id"].to_numpy(),
+                          "judge": pd.concat(yhat.values(), axis=1).mean(axis=1).reindex(first.index).to_numpy()})
+    out: dict[str, dict[str, list]] = {d: {"h": [], "p": [], "w_h": [], "w_p": []} for d in DIMENSIONS}
+    for b in range(subsets):
+        picked, _ = pick(units, k, strategy="stratified", seed=seed0 + b)
+        ids, p = picked["sample_id"].to_numpy(), picked["inclusion_probability"].to_numpy()
+        for d in DIMENSIONS:
+            y, truth = frames[d]["human"], frames[d]["human"].mean()
+            res = estimate_mean(y.loc[ids].to_numpy(), yhat[d].loc[ids].to_numpy(), yhat[d].to_numpy(), weights=1 / p)
+            out[d]["h"].append(res.human_only.low <= truth <= res.human_only.high)
+            out[d]["p"].append(res.ppi.low <= truth <= res.ppi.high)
+            out[d]["w_h"].append(res.human_only.high - res.human_only.low)
+            out[d]["w_p"].append(res.ppi.high - res.ppi.low)
+    return {d: {"k": k, "cover_h": float(np.mean(v["h"])), "cover_p": float(np.mean(v["p"])),
+                "width_h": float(np.median(v["w_h"])), "width_p": float(np.median(v["w_p"]))} for d, v in out.items()}
+
+
 def sample_level_spearman(table, dim: str) -> float:
     """SummEval's convention: Spearman per article across its summaries, averaged."""
     frame = table.dim(dim).dropna(subset=["score", "human"])
@@ -194,6 +226,7 @@ def main() -> None:
     ap.add_argument("--subsets", type=int, default=1000)
     ap.add_argument("--calibration-subsets", type=int, default=200)
     ap.add_argument("--system-subsets", type=int, default=200)
+    ap.add_argument("--stratified-picks", type=int, default=100)
     ap.add_argument("--work", type=Path, default=Path("/tmp/assay-trust-bench"))
     ap.add_argument("--markdown", action="store_true")
     args = ap.parse_args()
@@ -227,6 +260,8 @@ def main() -> None:
                    **system_coverage(tables["gpt-4-0314"], dim, judge_scales(runs["gpt-4-0314"]), k,
                                      args.system_subsets, rng)}
                   for dim in DIMENSIONS for k in (100, 200)]
+    stratified = {str(k): stratified_coverage(tables["gpt-4-0314"], judge_scales(runs["gpt-4-0314"]), k,
+                                              args.stratified_picks) for k in (100, 200)}
     from assay.run.jury import make_jury
 
     juries = {"jury (5, equal)": (args.work / "jury", {}),
@@ -243,7 +278,8 @@ def main() -> None:
             y, f = pool(t, dim, scales)
             jury_ratio[(name, dim)] = simulate(y, f, 100, args.subsets, rng)["ratio"]
     elapsed = time.perf_counter() - t0
-    result = {"simulations": sims, "calibration": cals, "systems": per_system, "jury_spearman": jury,
+    result = {"simulations": sims, "calibration": cals, "systems": per_system, "stratified": stratified,
+              "jury_spearman": jury,
               "jury_ratio": {f"{n}|{d}": r for (n, d), r in jury_ratio.items()},
               "seconds": {"load": t_load, "simulate": t_sim, "total": elapsed}, "loadavg": os.getloadavg(),
               "subsets": args.subsets}
@@ -272,6 +308,12 @@ def markdown(r: dict) -> str:
         lines.append(f"| {c['judge']} | {c['dim']} | {c['k']} | {100 * c['sys_h']:.1f}% / {100 * c['sys_p']:.1f}% | "
                      f"{100 * c['diff_h']:.1f}% / {100 * c['diff_p']:.1f}% | "
                      f"{100 * c['diff_excl0_h']:.1f}% / {100 * c['diff_excl0_p']:.1f}% |")
+    lines += ["", "| labels picked | K | dimension | coverage human-only / PPI++ | median width human-only / PPI++ |",
+              "| --- | --- | --- | --- | --- |"]
+    for k, per_dim in r["stratified"].items():
+        for d, c in per_dim.items():
+            lines.append(f"| stratified (weights 1/p) | {k} | {d} | {100 * c['cover_h']:.1f}% / "
+                         f"{100 * c['cover_p']:.1f}% | {fmt(c['width_h'])} / {fmt(c['width_p'])} |")
     lines += ["", "| judge | " + " | ".join(f"{d} ρ (width ratio)" for d in DIMENSIONS) + " | average ρ |",
               "| --- |" + " --- |" * (len(DIMENSIONS) + 1)]
     for name, row in r["jury_spearman"].items():
