@@ -507,3 +507,36 @@ def test_a_pairwise_run_gets_its_tab_and_a_pair_page(tmp_path, chromium):
     pg2.screenshot(path=str(tmp_path / "pair.png"), full_page=True)
     pg.screenshot(path=str(tmp_path / "pairwise.png"), full_page=True)
     assert p.errors == [] and p2.errors == []
+
+
+def test_trust_tab_shows_three_intervals_and_a_forest_plot_per_dimension(tmp_path, chromium):
+    pytest.importorskip("ppi_py")
+    from assay.cli.view import sections
+    from assay.meta.inputs import load_scores
+    from assay.meta.trust import simulate_labels
+
+    run = tmp_path / "trust-run"
+    off_loop(assay.evaluate, "summeval-experts", method="direct", judge=ScriptedJudge(_direct, name="trust"), docs=6,
+             dimensions=["coherence", "fluency"], run_dir=run)
+    trust = {"labels": 30, "seed": 2, "alpha": 0.1}
+    html = tmp_path / "trust.html"
+    html.write_text(render_page(build_view_data([run], bootstrap=0), off_loop(sections, [run], trust)),
+                    encoding="utf-8")
+    p = Page(chromium, html.as_uri() + "#tab=trust")
+    pg = p.page
+    pg.wait_for_selector(".forest .main-svg")
+    assert pg.locator(".forest").count() == 2  # one forest plot per dimension
+    rows = pg.locator(".card.trust table tbody tr").all_inner_texts()
+    assert [r.split("\t")[0] for r in rows] == ["coherence", "fluency"]
+    chosen = simulate_labels(load_scores(run), 30, seed=2)
+    mean = sum(chosen.ratings["coherence"].values()) / 30
+    assert f"{mean:.3f} [" in rows[0] and "30 / 72" in rows[0]  # human-only: the 12 labels' mean with its interval
+    forest = pg.locator(".forest").first
+    svg_texts = "(nodes) => nodes.map((n) => n.textContent)"  # SVG text has no innerText
+    ticks = forest.locator(".ytick text").evaluate_all(svg_texts)
+    assert ticks[0] == "all samples" and len(ticks) > 1  # the whole run, then each system with an interval
+    legend = forest.locator(".legendtext").evaluate_all(svg_texts)
+    assert {"human-only", "PPI++", "judge-only", "all labels (truth)"} <= set(legend)
+    assert "90% intervals" in forest.locator(".gtitle").text_content()
+    pg.screenshot(path=str(tmp_path / "trust.png"), full_page=True)
+    assert p.errors == []

@@ -311,17 +311,22 @@ def judges(spec: Annotated[str, typer.Argument(help=JUDGE_HELP)] = DEFAULT_JUDGE
 @app.command()
 def export(run_dir: Path, format: Annotated[str, typer.Option("--format", "-f")] = "jsonl",
            output: Annotated[Path | None, typer.Option("--output", "-o")] = None) -> None:
-    """Export a run's judgments as JSONL, CSV or Parquet."""
+    """Export a run's judgments as JSONL, CSV or Parquet (with score_calibrated after `assay meta --calibrate`)."""
+    from assay.meta.trust.session import read_calibration
     from assay.run.store import RunStore
 
+    calibrated, said = read_calibration(run_dir)
     with RunStore(run_dir, readonly=True) as store:
-        path = store.export(output or run_dir / f"judgments.{format}", format)
+        path = store.export(output or run_dir / f"judgments.{format}", format, calibrated)
+    if said:
+        out.print(said)
     out.print(f"wrote {path}")
 
 
 # Sub-commands living in their own modules: each module has ``register(app)``.
 _SUBCOMMAND_MODULES = ("assay.cli.meta", "assay.cli.geval", "assay.cli.checklist", "assay.cli.rubric",
-                       "assay.cli.view", "assay.cli.importer", "assay.cli.probe")
+                       "assay.cli.view", "assay.cli.importer", "assay.cli.probe", "assay.cli.labels",
+                       "assay.cli.jury")
 
 
 def _register_subcommands() -> None:

@@ -14,7 +14,7 @@ DimOpt = Annotated[list[str] | None, typer.Option("--dimension", help="Repeatabl
 MeasureOpt = Annotated[list[str] | None, typer.Option("--measure", help="pearson, spearman, kendall (repeatable)")]
 VariantOpt = Annotated[str, typer.Option("--kendall", help="Kendall variant: a, b or c")]
 BootOpt = Annotated[int, typer.Option("--bootstrap", "-b", help="Bootstrap resamples (0: no intervals)")]
-SeedOpt = Annotated[int, typer.Option("--seed", help="Bootstrap seed")]
+SeedOpt = Annotated[int, typer.Option("--seed", help="Seed of the bootstrap, --labels' draw, --calibrate's folds")]
 JsonOpt = Annotated[Path | None, typer.Option("--json", help="Write the full result as JSON to this file")]
 MapOpt = Annotated[list[str] | None, typer.Option("--map", help=(
     "Scores-file field KEY=FIELD: id, doc_id, system_id, score, human, dimension, error, method, judge, score.DIM, "
@@ -23,6 +23,27 @@ HumanMarginOpt = Annotated[float | None, typer.Option(help=(
     "Pairwise runs: the least difference of human mean ratings read as a preference (default: a third of the "
     "scale's step)"))]
 DatasetOpt = Annotated[str | None, typer.Option(help="Benchmark a scores file belongs to (level, scales)")]
+
+
+HumanOpt = Annotated[Path | None, typer.Option("--human", help=(
+    "Human labels for some of the run's samples (JSON, JSONL, CSV, Parquet; a filled `assay labels pick` sheet): "
+    "intervals for the mean human rating, human-only vs prediction-powered vs judge-only"))]
+LabelsOpt = Annotated[int | None, typer.Option("--labels", help=(
+    "Simulate K labels on a benchmark: K samples drawn at random (--seed) keep their human ratings, the rest "
+    "are treated as unlabelled"))]
+AlphaOpt = Annotated[float, typer.Option("--alpha", help="Error level of the trust intervals (0.05: 95%)")]
+IdOpt = Annotated[str | None, typer.Option("--id", help="--human: the field holding assay's sample ids")]
+MatchOpt = Annotated[str | None, typer.Option("--match", help=(
+    "--human: fields naming the sample, FIELD or FILE_FIELD=SAMPLE_FIELD, comma-separated (as assay import)"))]
+RatingOpt = Annotated[str | None, typer.Option("--rating", help=(
+    "--human: the field holding one dimension's ratings (with one --dimension); default one column per "
+    "dimension"))]
+JudgeScaleOpt = Annotated[list[str] | None, typer.Option("--judge-scale", help=(
+    "--human/--labels: the judge's scale DIMENSION=LOW,HIGH (repeatable) where a scores file does not say it; "
+    "judge scores are moved linearly onto the human scale"))]
+CalibrateOpt = Annotated[str | None, typer.Option("--calibrate", help=(
+    "--human/--labels: isotonic or linear, cross-fitted on the labels; held-out figures before and after, "
+    "calibrated scores kept for `assay export` (score_calibrated)"))]
 
 
 def print_table(table: dict[str, Any]) -> None:
@@ -106,8 +127,19 @@ def meta(
     pair_bootstrap: Annotated[int, typer.Option(help="Pairwise runs: bootstrap resamples of the win-rate and "
                                                      "Bradley-Terry intervals (0: none)")] = 1000,
     json_path: JsonOpt = None,
+    human: HumanOpt = None,
+    labels: LabelsOpt = None,
+    alpha: AlphaOpt = 0.05,
+    id_field: IdOpt = None,
+    match: MatchOpt = None,
+    rating: RatingOpt = None,
+    calibrate: CalibrateOpt = None,
+    judge_scale: JudgeScaleOpt = None,
+    systems: Annotated[bool, typer.Option(help="With --human/--labels: per-system estimates and differences")]
+    = True,
 ) -> None:
-    """Correlation with human ratings as the papers print it: per dimension and average, with coverage.
+    """Correlation with human ratings as the papers print it: per dimension and average, with coverage; with
+    --human or --labels, what humans would say (prediction-powered intervals from a few labels).
 
     A pairwise run also gets its pairwise figures (``pairwise.<dimension>`` in the JSON): consistency, position
     bias, tie rate, each system's win rate, Bradley-Terry strength and length-controlled win rate, and the
@@ -119,8 +151,16 @@ def meta(
 
     _check(level, kendall)
     fmap = parse_mapping(mapping) if mapping else None
+    trusting = human is not None or labels is not None
+    if trusting:
+        _check_trust(sources, human, labels, rating, dimension, calibrate)
     results = []
     for src in sources:
+        if trusting:
+            res = _trust(src, human, labels, seed, alpha, dimension, id_field, match, rating, calibrate, dataset,
+                         systems, parse_scales(judge_scale))
+            results.append(res)
+            continue
         res = meta_evaluate(src, level=level, dimensions=dimension, measures=_measures(measure),  # type: ignore[arg-type]
                             variant=kendall, bootstrap=bootstrap, seed=seed, ci=ci, split=split,  # type: ignore[arg-type]
                             thresholds=_thresholds(threshold), mapping=fmap, dataset=dataset)
@@ -137,6 +177,63 @@ def meta(
             print_table(quality_table(res["quality_split"], res["measures"]))
     if json_path:
         _write_json(json_path, results[0] if len(results) == 1 else results)
+
+
+def parse_scales(pairs: list[str] | None) -> dict[str, tuple[float, float]]:
+    """``DIMENSION=LOW,HIGH`` pairs as ``{dimension: (low, high)}``."""
+    from assay.errors import ConfigError
+
+    out = {}
+    for pair in pairs or []:
+        dim, eq, rest = pair.partition("=")
+        try:
+            low, high = (float(x) for x in rest.split(","))
+        except ValueError:
+            raise ConfigError(f"--judge-scale {pair!r} must be DIMENSION=LOW,HIGH") from None
+        if not eq or not dim or high <= low:
+            raise ConfigError(f"--judge-scale {pair!r} must be DIMENSION=LOW,HIGH with LOW < HIGH")
+        out[dim] = (low, high)
+    return out
+
+
+def _check_trust(sources: list[Path], human: Path | None, labels: int | None, rating: str | None,
+                 dimension: list[str] | None, calibrate: str | None) -> None:
+    """Refuse contradictory trust options before anything is read."""
+    from assay.errors import ConfigError
+
+    if human is not None and labels is not None:
+        raise ConfigError("--human reads real labels, --labels K simulates them: give one")
+    if len(sources) != 1:
+        raise ConfigError("--human/--labels take one run (or scores file)")
+    if rating and len(dimension or []) != 1:
+        raise ConfigError("--rating names the field of one dimension: give exactly one --dimension")
+    if calibrate and calibrate not in ("isotonic", "linear"):
+        raise ConfigError(f"--calibrate {calibrate!r}: choose isotonic or linear")
+
+
+def _trust(src: Path, human: Path | None, labels: int | None, seed: int, alpha: float, dimension: list[str] | None,
+           id_field: str | None, match: str | None, rating: str | None, calibrate: str | None,
+           dataset: str | None, systems: bool, scales: dict[str, tuple[float, float]]) -> dict[str, Any]:
+    """Trust on one run: estimate, print the tables, keep calibrated scores beside a run directory."""
+    from rich.markup import escape
+
+    from assay.cli.main import out
+    from assay.meta.trust.session import assess, write_calibration
+    from assay.report.trust import calibration_table, systems_table, trust_table
+
+    res = assess(src, human=human, labels=labels, seed=seed, alpha=alpha,
+                 dimensions=None if rating else dimension, id_field=id_field, match=match,
+                 dimension=dimension[0] if rating and dimension else None, rating=rating,
+                 calibrate_kind=calibrate, dataset=dataset, systems=systems, scales=scales)
+    print_table(trust_table(res))
+    if systems:
+        print_table(systems_table(res))
+    if res["calibration"]:
+        print_table(calibration_table(res["calibration"]))
+        if src.is_dir():
+            path = write_calibration(src, res["calibration"], res["labels"]["source"])
+            out.print(f"calibrated scores kept in {escape(str(path))}: `assay export` adds them as score_calibrated")
+    return res
 
 
 def compare(

@@ -20,19 +20,26 @@ DatasetOpt = Annotated[str | None, typer.Option(
 GroupsOpt = Annotated[Path | None, typer.Option(help="JSON/YAML mapping each group to its judge or run names")]
 
 
+HumanOpt = Annotated[Path | None, typer.Option("--human", help=(
+    "Human labels for some samples (as `assay meta --human`): adds the Trust tab, three intervals and forest plots"))]
+LabelsOpt = Annotated[int | None, typer.Option("--labels", help=(
+    "Simulate K labels on a benchmark (as `assay meta --labels`, drawn with --seed): adds the Trust tab"))]
+
+
 def _page(runs: list[Path], bootstrap: int, seed: int, level: str | None, groups: Path | None,
-          dataset: str | None) -> str:
+          dataset: str | None, trust: dict | None = None) -> str:
     from assay.meta.compare import load_groups
     from assay.view import build_view_data, render_page
 
     data = build_view_data(runs, bootstrap=bootstrap, seed=seed, level=level,
                            groups=load_groups(groups) if groups else None, dataset=dataset)
-    return render_page(data, sections(runs, bootstrap=bootstrap, seed=seed))
+    return render_page(data, sections(runs, trust, bootstrap=bootstrap, seed=seed))
 
 
-def sections(runs: list[Path], *, bootstrap: int = 1000, seed: int = 0) -> list[Section]:
-    """The page's tabs: overview and samples, Pairwise when a run is a pairwise run, and Diagnostics when a run
-    keeps an ``assay probe`` result."""
+def sections(runs: list[Path], trust: dict | None = None, *, bootstrap: int = 1000, seed: int = 0) -> list[Section]:
+    """The page's tabs: overview and samples, Pairwise when a run is a pairwise run, Diagnostics when a run keeps
+    an ``assay probe`` result, and Trust when labels are given (``trust``: ``assay.view.trust.trust_section``'s
+    arguments)."""
     from assay.probe.table import probe_table
     from assay.view.page import DEFAULT_SECTIONS, Section
     from assay.view.pairwise import pairwise_section
@@ -43,6 +50,10 @@ def sections(runs: list[Path], *, bootstrap: int = 1000, seed: int = 0) -> list[
     tables = [{"run": str(run), **probe_table(res)} for run in runs if (res := stored_probe(run)) is not None]
     if tables:
         out.append(Section("diagnostics", "Diagnostics", DIAGNOSTICS_JS, {"tables": tables}))
+    if trust:
+        from assay.view.trust import trust_section
+
+        out.append(trust_section(runs, **trust))
     return out
 
 
@@ -76,12 +87,23 @@ def view(
     level: LevelOpt = None,
     groups: GroupsOpt = None,
     dataset: DatasetOpt = None,
+    human: HumanOpt = None,
+    labels: LabelsOpt = None,
+    alpha: Annotated[float, typer.Option(help="Error level of the Trust tab's intervals")] = 0.05,
+    id_field: Annotated[str | None, typer.Option("--id", help="--human: the field holding sample ids")] = None,
+    match: Annotated[str | None, typer.Option(help="--human: fields naming the sample (as assay import)")] = None,
 ) -> None:
     """Browse runs: overview, samples with their traces, two runs side by side. -o writes a file; else it serves."""
     from assay.cli.main import console, out
+    from assay.errors import ConfigError
     from assay.view.serve import serve
 
-    page = _page(runs, bootstrap, seed, level, groups, dataset)
+    if human is not None and labels is not None:
+        raise ConfigError("--human reads real labels, --labels K simulates them: give one")
+    trust = None if human is None and labels is None else {
+        "human": human, "labels": labels, "seed": seed, "alpha": alpha, "id_field": id_field, "match": match,
+        "dataset": dataset}
+    page = _page(runs, bootstrap, seed, level, groups, dataset, trust)
     if output:
         output.write_text(page, encoding="utf-8")
         out.print(f"wrote {output} ({output.stat().st_size / 1e6:.1f} MB; opens from disk, no network)")

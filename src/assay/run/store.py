@@ -8,7 +8,7 @@ import os
 import socket
 import sqlite3
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -357,8 +357,13 @@ class RunStore:
 
     # -- export ------------------------------------------------------------------------------
 
-    def rows(self) -> list[dict[str, Any]]:
-        """One flat row per judgment, joined with the sample's groups and human rating."""
+    def rows(self, calibrated: Mapping[str, Mapping[str, float | None]] | None = None) -> list[dict[str, Any]]:
+        """One flat row per judgment, joined with the sample's groups and human rating.
+
+        Args:
+            calibrated: ``{dimension: {sample_id: score}}`` from a calibration (``assay meta --calibrate``):
+                added as its own ``score_calibrated`` column, never in place of the judge's ``score``.
+        """
         samples = {s["id"]: s for s in self.samples()}
         out = []
         for j in self.iter_judgments():
@@ -372,27 +377,32 @@ class RunStore:
                 "prompt_tokens": total.prompt_tokens, "completion_tokens": total.completion_tokens,
                 "trace": json.dumps(j.trace, ensure_ascii=False),
             })
+            if calibrated is not None:
+                out[-1]["score_calibrated"] = (calibrated.get(j.dimension) or {}).get(j.sample_id)
         return out
 
-    def to_pandas(self) -> Any:
+    def to_pandas(self, calibrated: Mapping[str, Mapping[str, float | None]] | None = None) -> Any:
         import pandas as pd
 
         cols = ["sample_id", "doc_id", "system_id", "dimension", "method", "judge", "status", "score", "human",
                 "error", "calls", "cached_calls", "prompt_tokens", "completion_tokens", "trace"]
-        return pd.DataFrame(self.rows(), columns=cols)
+        if calibrated is not None:
+            cols.insert(cols.index("score") + 1, "score_calibrated")
+        return pd.DataFrame(self.rows(calibrated), columns=cols)
 
-    def export(self, path: str | Path, fmt: str) -> Path:
-        """Write the judgments as ``jsonl``, ``csv`` or ``parquet``."""
+    def export(self, path: str | Path, fmt: str,
+               calibrated: Mapping[str, Mapping[str, float | None]] | None = None) -> Path:
+        """Write the judgments as ``jsonl``, ``csv`` or ``parquet`` (with ``score_calibrated`` when given)."""
         path = Path(path)
         if fmt == "jsonl":
             with path.open("w", encoding="utf-8") as fh:
-                for row in self.rows():
+                for row in self.rows(calibrated):
                     row["trace"] = json.loads(row["trace"])
                     fh.write(json.dumps(row, ensure_ascii=False) + "\n")
         elif fmt == "csv":
-            self.to_pandas().to_csv(path, index=False)
+            self.to_pandas(calibrated).to_csv(path, index=False)
         elif fmt == "parquet":
-            self.to_pandas().to_parquet(path, index=False)
+            self.to_pandas(calibrated).to_parquet(path, index=False)
         else:
             raise ConfigError(f"unknown export format {fmt!r}; choose jsonl, csv or parquet")
         return path

@@ -1,0 +1,326 @@
+"""Evidence for ``assay meta --labels``: coverage and width of the human-only and PPI++ intervals, calibration, juries.
+
+Real judges' scores: the five judges of Shen et al. 2023 on SummEval's 1,200 abstractive summaries (their
+raw answers, imported with ``assay import`` as ``benchmarks/shen_import.py`` does; no licence is stated,
+so they are read from the shared data directory and never copied into the repository) and UniEval's
+published predictions on Topical-Chat's 360 responses. For each judge, dimension and K in (50, 100, 200):
+1,000 random label subsets of the pool; for each, the 95% human-only and PPI++ intervals of the pool's mean
+human rating. Reported: empirical coverage of the pool mean (the truth here), the median width ratio
+PPI++ / human-only and its theoretical value sqrt(1 - rho^2 N / (n + N)) for the judge's correlation rho
+with the human ratings over the pool (PPI++'s variance at the tuned lambda; sqrt(1 - rho^2) as N grows).
+
+The 1,000 subsets are computed with a vectorised copy of the estimators (the formulas of
+``ppi_py.classical_mean_ci`` and ``ppi_py.ppi_mean_ci`` with PPI++'s lambda); the script first checks that
+copy against ``assay.meta.trust.estimate_mean`` (which calls ``ppi_py``) on a few subsets and stops if they
+differ.
+
+Stratified picks (GPT-4 on SummEval, K = 100 and 200, 100 picks by ``pick(strategy="stratified")``, estimated with
+weights 1/p as ``--human`` reads a sheet back): coverage and median width of the dimension means.
+
+Per system (GPT-4 on SummEval, K = 100 and 200, 200 subsets): coverage of each system's mean and of the
+differences between systems, through the package's ``estimate_mean`` and ``difference``.
+
+Also: calibration (isotonic and linear, K = 100, 200 subsets): held-out MAE before and after, cross-fitted on
+the labels (what ``--calibrate`` reports) and on the unlabelled rest (the truth); the juries of the five Shen
+judges (``assay jury``: equal weights, and weights learned on 100 labels with cross-fitting) against their best
+single judge: sample-level Spearman and the PPI++/human-only width ratio at K = 100. The embedded judge is not
+run here: a SmolLM2 run over 1,200 summaries is not cheap on two shared cores.
+
+Usage: python benchmarks/trust.py [--subsets 1000] [--work DIR] [--markdown]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+from scipy.stats import norm, spearmanr
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from shen_import import DATA as SHEN
+from shen_import import DATASET, DIMENSIONS, build_answers
+
+from assay.meta.inputs import load_scores
+from assay.meta.trust import calibrate, difference, estimate_mean, pick, to_human_scale
+from assay.meta.trust.session import judge_scales
+
+UNIEVAL = SHEN.parent / "topical_chat.unieval_predictions.json"
+TC_DIMS = ("naturalness", "coherence", "engagingness", "groundedness")
+KS = (50, 100, 200)
+
+
+def shen_runs(work: Path) -> dict[str, Path]:
+    """One imported run per Shen judge (reused when already there)."""
+    from assay.importer.write import ImportOptions, import_answers
+
+    runs = {}
+    for judge in sorted(p.name for p in SHEN.iterdir() if p.is_dir()):
+        run = work / "runs" / judge
+        if not (run / "run.sqlite").exists():
+            answers = work / f"{judge}.rts.jsonl"
+            build_answers(SHEN / judge, answers)
+            for dim in DIMENSIONS:
+                import_answers(answers, ImportOptions(method="direct", dataset=DATASET, dimension=dim, answers=dim,
+                                                      id="id", judge_name=judge), run)
+        runs[judge] = run
+    return runs
+
+
+def pool(table, dim: str, scales: dict) -> tuple[np.ndarray, np.ndarray]:
+    """Human ratings and the judge's scores on the human scale (a unit the judge failed: the judge's mean,
+    as ``assay meta`` does) over the units with a human rating."""
+    frame = table.dim(dim)
+    frame = frame[frame["human"].notna()]
+    human = table.scales.get(dim)
+    yhat = to_human_scale(frame["score"].to_numpy(), scales.get(dim), human[:2] if human else None)
+    yhat = np.where(np.isnan(yhat), np.nanmean(yhat), yhat)
+    return frame["human"].to_numpy(float), yhat
+
+
+def intervals(y: np.ndarray, f: np.ndarray, lab: np.ndarray, alpha: float = 0.05) -> dict[str, np.ndarray]:
+    """Human-only and PPI++ intervals for each row of ``lab`` (B x n indices of labelled units), vectorised."""
+    z = norm.ppf(1 - alpha / 2)
+    mask = np.zeros((lab.shape[0], len(y)), bool)
+    np.put_along_axis(mask, lab, True, axis=1)
+    unl = np.argsort(mask, axis=1, kind="stable")[:, : len(y) - lab.shape[1]]  # the unlabelled units of each row
+    yl, fl, fu = y[lab], f[lab], f[unl]
+    n, big_n = yl.shape[1], fu.shape[1]
+    h_est, h_se = yl.mean(1), yl.std(1) / math.sqrt(n)
+    theta = fu.mean(1) + (yl - fl).mean(1)
+    g, gh, gu = yl - theta[:, None], fl - theta[:, None], fu - theta[:, None]
+    cov = ((g - g.mean(1, keepdims=True)) * (gh - gh.mean(1, keepdims=True))).mean(1)
+    var = np.concatenate([gh, gu], axis=1).var(1, ddof=1)
+    lam = np.clip(np.where(var > 0, cov / ((1 + n / big_n) * np.where(var > 0, var, 1)), 0), 0, 1)[:, None]
+    p_est = (lam * fu).mean(1) + (yl - lam * fl).mean(1)
+    p_se = np.sqrt((lam * fu).std(1) ** 2 / big_n + (yl - lam * fl).std(1) ** 2 / n)
+    return {"h_lo": h_est - z * h_se, "h_hi": h_est + z * h_se, "p_lo": p_est - z * p_se, "p_hi": p_est + z * p_se,
+            "lam": lam[:, 0]}
+
+
+def check_against_package(y: np.ndarray, f: np.ndarray, rng: np.random.Generator) -> None:
+    """The vectorised copy must give the package's (ppi_py's) intervals: stop otherwise."""
+    lab = np.stack([rng.choice(len(y), 60, replace=False) for _ in range(3)])
+    got = intervals(y, f, lab)
+    for b in range(3):
+        rest = np.setdiff1d(np.arange(len(y)), lab[b])
+        ref = estimate_mean(y[lab[b]], f[lab[b]], f[rest])
+        want = [ref.human_only.low, ref.human_only.high, ref.ppi.low, ref.ppi.high]
+        have = [got[k][b] for k in ("h_lo", "h_hi", "p_lo", "p_hi")]
+        if not np.allclose(want, have, rtol=1e-9, atol=1e-12):
+            raise SystemExit(f"vectorised intervals differ from assay.meta.trust.estimate_mean: {have} vs {want}")
+
+
+def simulate(y: np.ndarray, f: np.ndarray, k: int, subsets: int, rng: np.random.Generator) -> dict[str, float]:
+    lab = np.argsort(rng.random((subsets, len(y))), axis=1)[:, :k]
+    iv = intervals(y, f, lab)
+    truth = y.mean()
+    rho = float(np.corrcoef(y, f)[0, 1])
+    big_n = len(y) - k
+    return {"k": k, "rho": rho,
+            "cover_h": float(np.mean((iv["h_lo"] <= truth) & (truth <= iv["h_hi"]))),
+            "cover_p": float(np.mean((iv["p_lo"] <= truth) & (truth <= iv["p_hi"]))),
+            "ratio": float(np.median((iv["p_hi"] - iv["p_lo"]) / (iv["h_hi"] - iv["h_lo"]))),
+            "theory": math.sqrt(1 - max(rho, 0) ** 2 * big_n / (k + big_n)), "theory_inf": math.sqrt(1 - rho**2),
+            "lam": float(np.median(iv["lam"]))}
+
+
+def calibration(y: np.ndarray, f: np.ndarray, scale, kind: str, subsets: int, rng: np.random.Generator,
+                k: int = 100) -> dict[str, float]:
+    """Mean over subsets of the cross-fitted MAE before/after (what --calibrate reports) and of the MAE on the
+    unlabelled rest (the truth)."""
+    acc = {"cf_before": [], "cf_after": [], "rest_before": [], "rest_after": []}
+    for _ in range(subsets):
+        lab = rng.choice(len(y), k, replace=False)
+        rest = np.setdiff1d(np.arange(len(y)), lab)
+        res = calibrate(kind, f[lab], y[lab], f[rest], seed=int(rng.integers(1 << 30)), scale=scale)
+        acc["cf_before"].append(res["before"]["mae"])
+        acc["cf_after"].append(res["after"]["mae"])
+        acc["rest_before"].append(float(np.mean(np.abs(y[rest] - f[rest]))))
+        acc["rest_after"].append(float(np.mean(np.abs(y[rest] - res["calibrated"]))))
+    return {key: float(np.mean(v)) for key, v in acc.items()}
+
+
+def system_coverage(table, dim: str, scales: dict, k: int, subsets: int, rng: np.random.Generator) -> dict:
+    """Per-system means and the differences between systems, through the package's own estimators
+    (``estimate_mean`` per system, ``difference`` per pair): coverage of the pool's system means and of
+    their differences, pooled over systems and pairs."""
+    frame = table.dim(dim)
+    frame = frame[frame["human"].notna()]
+    human = table.scales.get(dim)
+    f = to_human_scale(frame["score"].to_numpy(), scales.get(dim), human[:2] if human else None)
+    f = np.where(np.isnan(f), np.nanmean(f), f)
+    y, systems = frame["human"].to_numpy(float), frame["system_id"].to_numpy()
+    names = sorted(set(systems))
+    truth = {s: y[systems == s].mean() for s in names}
+    hits = {"sys_h": [], "sys_p": [], "diff_h": [], "diff_p": [], "diff_excl0_h": [], "diff_excl0_p": []}
+    for _ in range(subsets):
+        lab = np.zeros(len(y), bool)
+        lab[rng.choice(len(y), k, replace=False)] = True
+        est = {}
+        for s in names:
+            m = systems == s
+            if lab[m].sum() >= 2:
+                est[s] = estimate_mean(y[m & lab], f[m & lab], f[m & ~lab])
+                for kind, key in (("human_only", "sys_h"), ("ppi", "sys_p")):
+                    iv = getattr(est[s], kind)
+                    hits[key].append(iv.low <= truth[s] <= iv.high)
+        done = sorted(est)
+        for i, a in enumerate(done):
+            for b in done[i + 1:]:
+                d, t = difference(est[a], est[b]), truth[a] - truth[b]
+                for kind, key in (("human_only", "h"), ("ppi", "p")):
+                    hits[f"diff_{key}"].append(d[kind]["low"] <= t <= d[kind]["high"])
+                    hits[f"diff_excl0_{key}"].append(d[kind]["low"] > 0 or d[kind]["high"] < 0)
+    return {"k": k, **{key: float(np.mean(v)) for key, v in hits.items()}}
+
+
+def stratified_coverage(table, scales: dict, k: int, subsets: int, seed0: int = 0) -> dict[str, dict[str, float]]:
+    """Labels picked by ``assay labels pick --strategy stratified`` (the package's ``pick``), estimated with their
+    inclusion probabilities as ``--human`` reads them back: coverage and median width per dimension."""
+    import pandas as pd
+
+    frames = {d: table.dim(d).set_index("sample_id") for d in DIMENSIONS}
+    yhat = {}
+    for d, fr in frames.items():
+        human = table.scales.get(d)
+        f = to_human_scale(fr["score"].to_numpy(), scales.get(d), human[:2] if human else None)
+        yhat[d] = pd.Series(np.where(np.isnan(f), np.nanmean(f), f), index=fr.index)
+    first = frames[DIMENSIONS[0]]
+    units = pd.DataFrame({"sample_id": first.index, "system_id": first["system_id"].to_numpy(),
+                          "judge": pd.concat(yhat.values(), axis=1).mean(axis=1).reindex(first.index).to_numpy()})
+    out: dict[str, dict[str, list]] = {d: {"h": [], "p": [], "w_h": [], "w_p": []} for d in DIMENSIONS}
+    for b in range(subsets):
+        picked, _ = pick(units, k, strategy="stratified", seed=seed0 + b)
+        ids, p = picked["sample_id"].to_numpy(), picked["inclusion_probability"].to_numpy()
+        for d in DIMENSIONS:
+            y, truth = frames[d]["human"], frames[d]["human"].mean()
+            res = estimate_mean(y.loc[ids].to_numpy(), yhat[d].loc[ids].to_numpy(), yhat[d].to_numpy(), weights=1 / p)
+            out[d]["h"].append(res.human_only.low <= truth <= res.human_only.high)
+            out[d]["p"].append(res.ppi.low <= truth <= res.ppi.high)
+            out[d]["w_h"].append(res.human_only.high - res.human_only.low)
+            out[d]["w_p"].append(res.ppi.high - res.ppi.low)
+    return {d: {"k": k, "cover_h": float(np.mean(v["h"])), "cover_p": float(np.mean(v["p"])),
+                "width_h": float(np.median(v["w_h"])), "width_p": float(np.median(v["w_p"]))} for d, v in out.items()}
+
+
+def sample_level_spearman(table, dim: str) -> float:
+    """SummEval's convention: Spearman per article across its summaries, averaged."""
+    frame = table.dim(dim).dropna(subset=["score", "human"])
+    vals = [spearmanr(g["score"], g["human"]).statistic for _, g in frame.groupby("doc_id")
+            if g["score"].nunique() > 1 and g["human"].nunique() > 1]
+    return float(np.mean(vals))
+
+
+def fmt(x: float, d: int = 3) -> str:
+    return "-" if x is None or x != x else f"{x:.{d}f}"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--subsets", type=int, default=1000)
+    ap.add_argument("--calibration-subsets", type=int, default=200)
+    ap.add_argument("--system-subsets", type=int, default=200)
+    ap.add_argument("--stratified-picks", type=int, default=100)
+    ap.add_argument("--work", type=Path, default=Path("/tmp/assay-trust-bench"))
+    ap.add_argument("--markdown", action="store_true")
+    args = ap.parse_args()
+    args.work.mkdir(parents=True, exist_ok=True)
+    t0 = time.perf_counter()
+    rng = np.random.default_rng(0)
+    pools: dict[tuple[str, str, str], tuple[np.ndarray, np.ndarray, tuple]] = {}
+    runs = shen_runs(args.work)
+    tables = {}
+    for judge, run in runs.items():
+        tables[judge] = load_scores(run)
+        scales = judge_scales(run)
+        for dim in DIMENSIONS:
+            pools[("SummEval", judge, dim)] = (*pool(tables[judge], dim, scales), tables[judge].scales[dim])
+    tc = load_scores(UNIEVAL, dataset="topical-chat")
+    for dim in TC_DIMS:
+        raw = tc.dim(dim)["score"].to_numpy()  # UniEval's scores are not on the human scale: mapped by their range
+        pools[("Topical-Chat", "UniEval", dim)] = (*pool(tc, dim, {dim: (np.nanmin(raw), np.nanmax(raw))}),
+                                                   tc.scales[dim])
+    y0, f0, _ = next(iter(pools.values()))
+    check_against_package(y0, f0, rng)
+    t_load = time.perf_counter() - t0
+    sims = [{"data": d, "judge": j, "dim": dim, **simulate(y, f, k, args.subsets, rng)}
+            for (d, j, dim), (y, f, _) in pools.items() for k in KS]
+    t_sim = time.perf_counter() - t0 - t_load
+    cals = [{"data": d, "judge": j, "dim": dim, "kind": kind,
+             **calibration(y, f, scale, kind, args.calibration_subsets, rng)}
+            for (d, j, dim), (y, f, scale) in pools.items() if j in ("gpt-4-0314", "UniEval")
+            for kind in ("isotonic", "linear")]
+    per_system = [{"judge": "gpt-4-0314", "dim": dim,
+                   **system_coverage(tables["gpt-4-0314"], dim, judge_scales(runs["gpt-4-0314"]), k,
+                                     args.system_subsets, rng)}
+                  for dim in DIMENSIONS for k in (100, 200)]
+    stratified = {str(k): stratified_coverage(tables["gpt-4-0314"], judge_scales(runs["gpt-4-0314"]), k,
+                                              args.stratified_picks) for k in (100, 200)}
+    from assay.run.jury import make_jury
+
+    juries = {"jury (5, equal)": (args.work / "jury", {}),
+              "jury (5, learned on 100 labels)": (args.work / "jury-learned", {"weights": "learned", "labels": 100})}
+    for name, (jury_dir, how) in juries.items():
+        if not (jury_dir / "run.sqlite").exists():
+            make_jury([runs[j] for j in sorted(runs)], jury_dir, **how)
+        tables[name] = load_scores(jury_dir)
+    jury = {name: {dim: sample_level_spearman(t, dim) for dim in DIMENSIONS} for name, t in tables.items()}
+    jury_ratio = {}
+    for name, t in tables.items():
+        scales = judge_scales(juries[name][0] if name in juries else runs[name])
+        for dim in DIMENSIONS:
+            y, f = pool(t, dim, scales)
+            jury_ratio[(name, dim)] = simulate(y, f, 100, args.subsets, rng)["ratio"]
+    elapsed = time.perf_counter() - t0
+    result = {"simulations": sims, "calibration": cals, "systems": per_system, "stratified": stratified,
+              "jury_spearman": jury,
+              "jury_ratio": {f"{n}|{d}": r for (n, d), r in jury_ratio.items()},
+              "seconds": {"load": t_load, "simulate": t_sim, "total": elapsed}, "loadavg": os.getloadavg(),
+              "subsets": args.subsets}
+    (args.work / "trust.json").write_text(json.dumps(result, indent=1))
+    print(f"{len(sims)} settings x {args.subsets} subsets in {t_sim:.1f} s (loading {t_load:.1f} s, total "
+          f"{elapsed:.1f} s; load average {os.getloadavg()[0]:.2f}); {args.work / 'trust.json'}", file=sys.stderr)
+    if args.markdown:
+        print(markdown(result))
+
+
+def markdown(r: dict) -> str:
+    lines = ["| data | judge | dimension | K | ρ | coverage human-only | coverage PPI++ | width PPI/human (median) | "
+             "theory √(1-ρ²N/(n+N)) | √(1-ρ²) | median λ |", "| --- |" * 1 + " --- |" * 10]
+    for s in r["simulations"]:
+        lines.append(f"| {s['data']} | {s['judge']} | {s['dim']} | {s['k']} | {fmt(s['rho'], 2)} | "
+                     f"{100 * s['cover_h']:.1f}% | {100 * s['cover_p']:.1f}% | {fmt(s['ratio'])} | "
+                     f"{fmt(s['theory'])} | {fmt(s['theory_inf'])} | {fmt(s['lam'], 2)} |")
+    lines += ["", "| data | judge | dimension | map | MAE before (cross-fit) | after (cross-fit) | "
+              "MAE before (unlabelled rest) | after (unlabelled rest) |", "| --- |" * 1 + " --- |" * 7]
+    for c in r["calibration"]:
+        lines.append(f"| {c['data']} | {c['judge']} | {c['dim']} | {c['kind']} | {fmt(c['cf_before'])} | "
+                     f"{fmt(c['cf_after'])} | {fmt(c['rest_before'])} | {fmt(c['rest_after'])} |")
+    lines += ["", "| judge | dimension | K | system means: coverage human-only / PPI++ | differences: coverage "
+              "human-only / PPI++ | differences excluding 0: human-only / PPI++ |", "| --- |" * 1 + " --- |" * 5]
+    for c in r["systems"]:
+        lines.append(f"| {c['judge']} | {c['dim']} | {c['k']} | {100 * c['sys_h']:.1f}% / {100 * c['sys_p']:.1f}% | "
+                     f"{100 * c['diff_h']:.1f}% / {100 * c['diff_p']:.1f}% | "
+                     f"{100 * c['diff_excl0_h']:.1f}% / {100 * c['diff_excl0_p']:.1f}% |")
+    lines += ["", "| labels picked | K | dimension | coverage human-only / PPI++ | median width human-only / PPI++ |",
+              "| --- | --- | --- | --- | --- |"]
+    for k, per_dim in r["stratified"].items():
+        for d, c in per_dim.items():
+            lines.append(f"| stratified (weights 1/p) | {k} | {d} | {100 * c['cover_h']:.1f}% / "
+                         f"{100 * c['cover_p']:.1f}% | {fmt(c['width_h'])} / {fmt(c['width_p'])} |")
+    lines += ["", "| judge | " + " | ".join(f"{d} ρ (width ratio)" for d in DIMENSIONS) + " | average ρ |",
+              "| --- |" + " --- |" * (len(DIMENSIONS) + 1)]
+    for name, row in r["jury_spearman"].items():
+        cells = [f"{fmt(row[d])} ({fmt(r['jury_ratio'][f'{name}|{d}'])})" for d in DIMENSIONS]
+        lines.append(f"| {name} | " + " | ".join(cells) + f" | {fmt(float(np.mean(list(row.values()))))} |")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    main()
