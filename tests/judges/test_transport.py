@@ -12,9 +12,9 @@ import openai
 import pytest
 
 from assay import evaluate
+from assay.judges import openai as openai_judge
 from assay.judges.base import Request
 from assay.judges.middleware import ManagedJudge
-from assay.judges import openai as openai_judge
 from assay.judges.openai import OpenAIJudge, redact, url_credentials
 from assay.testing import Behaviour, FakeOpenAIServer
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import base64
 import email.utils
-import functools
 import importlib.util
 import json
 import os
@@ -27,7 +26,6 @@ from assay.judges.base import (
     TokenLogprobs,
     TopToken,
 )
-
 
 #: Seconds an idle connection is kept alive: the SDK's default (httpx's ``Limits.keepalive_expiry``).
 KEEPALIVE_S = 5.0
