@@ -144,9 +144,9 @@ def main() -> None:
             if conc < 0:
                 print_profile(f"{tmp}/{model}.prof", f"src {tag} {tree}", method, -conc, wall)
                 continue
+            first, tail = recorder.first[model] - start, start + wall - recorder.last[model]
             calls, units = len(server.requests), _units(f"{tmp}/{model}")
             raw = raw_run(server.url, server.requests, Path(tmp) / f"{model}.jsonl", conc)
-            first, tail = recorder.first[model] - start, start + wall - recorder.last[model]
             print(f"{tag:>4} {method:>9} {conc:>4} {units:>5} {calls:>5} {wall:6.2f} {first:7.2f} {tail:6.2f} "
                   f"{raw['wall']:5.2f} {calls * args.delay / conc:7.2f} {wall / raw['wall']:5.2f} "
                   f"{1000 * cpu / units:11.3f} {1000 * raw['cpu'] / units:7.3f} {code:>4} {os.getloadavg()[0]:5.2f}",

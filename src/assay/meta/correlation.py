@@ -133,8 +133,14 @@ def per_document(frame: pd.DataFrame, measure: Measure, variant: KendallVariant 
     """The correlation within each source document (one dimension's rows); NaN marks a skipped document."""
     pairs = _pairs(frame)
     docs = list(dict.fromkeys(frame["doc_id"]))
-    values = {doc: correlate(g["score"].to_numpy(), g["human"].to_numpy(), measure, variant)
-              for doc, g in pairs.groupby("doc_id", sort=False)}
+    codes, names = pd.factorize(pairs["doc_id"], sort=False)  # -1: no document (dropped, as groupby does)
+    keep = np.flatnonzero(codes >= 0)
+    order = keep[np.argsort(codes[keep], kind="stable")]  # each document's rows together, in their order:
+    bounds = np.flatnonzero(np.diff(codes[order])) + 1  # a pandas groupby builds a frame per group, 10x slower
+    scores = np.split(pairs["score"].to_numpy(dtype=float)[order], bounds)
+    humans = np.split(pairs["human"].to_numpy(dtype=float)[order], bounds)
+    values = {doc: correlate(x, y, measure, variant)
+              for doc, x, y in zip(names, scores, humans, strict=True)} if len(order) else {}
     return pd.Series([values.get(d, float("nan")) for d in docs], index=docs, dtype=float)
 
 
