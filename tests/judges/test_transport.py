@@ -12,9 +12,10 @@ import openai
 import pytest
 
 from assay import evaluate
+from assay.judges import openai as openai_judge
 from assay.judges.base import Request
 from assay.judges.middleware import ManagedJudge
-from assay.judges.openai import OpenAIJudge, http_transport, redact, url_credentials
+from assay.judges.openai import OpenAIJudge, redact, url_credentials
 from assay.testing import Behaviour, FakeOpenAIServer
 
 REQ = Request.chat("Rate it.", max_tokens=4)
@@ -76,7 +77,8 @@ async def test_openai_judge_uses_the_aiohttp_transport_with_a_pool_sized_to_the_
 # the first loop's pool cannot be closed once its loop has ended: aiohttp says so when it is collected
 @pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
 def test_one_sdk_client_per_judge_and_event_loop(monkeypatch):
-    """No client per call; a judge reused by a second ``asyncio.run`` (``evaluate`` twice) gets one for that loop."""
+    """Chat calls build no SDK client (its import is a run's slowest start-up step); one is built when asked
+    for (the batch API), once per judge and event loop, on the session the chat calls use in that loop."""
     built = []
     real = openai.AsyncOpenAI
 
@@ -84,34 +86,31 @@ def test_one_sdk_client_per_judge_and_event_loop(monkeypatch):
         built.append(kwargs)
         return real(*args, **kwargs)
 
-    async def calls(judge: OpenAIJudge, seeds: range) -> list[str]:
-        return [(await judge.generate(REQ.model_copy(update={"seed": i}))).text for i in seeds]
+    async def calls(judge: OpenAIJudge, seeds: range, clients_before: int) -> list[str]:
+        texts = [(await judge.generate(REQ.model_copy(update={"seed": i}))).text for i in seeds]
+        assert len(built) == clients_before, "a chat call built an SDK client"
+        assert judge.client is judge.client
+        assert judge.client._client._transport.client is judge._session
+        return texts
 
     monkeypatch.setattr(openai, "AsyncOpenAI", counting)
     with FakeOpenAIServer() as srv:
         judge = OpenAIJudge("fake-model", srv.url, logprobs=False)
-        assert asyncio.run(calls(judge, range(5))) == ["3"] * 5
+        assert asyncio.run(calls(judge, range(5), 0)) == ["3"] * 5
         assert len(built) == 1 and built[0]["max_retries"] == 0
-        assert asyncio.run(calls(judge, range(5, 7))) == ["3"] * 2  # the first loop's pool is gone with it
+        assert asyncio.run(calls(judge, range(5, 7), 1)) == ["3"] * 2  # the first loop's pool is gone with it
         assert len(built) == 2
         asyncio.run(judge.aclose())
 
 
 async def test_without_aiohttp_the_judge_falls_back_to_httpx_and_says_so(monkeypatch):
-    class Missing:
-        def __init__(self, **kwargs):
-            raise RuntimeError("To use the aiohttp client you must have installed the package with the `aiohttp` extra")
-
-    http_transport.cache_clear()
-    monkeypatch.setattr(openai, "DefaultAioHttpClient", Missing)
-    try:
-        with FakeOpenAIServer() as srv:
-            judge = OpenAIJudge("fake-model", srv.url, logprobs=False)
-            assert (await judge.generate(REQ)).text == "3"
-            assert isinstance(judge._client_now()._client, openai.DefaultAsyncHttpxClient)
-            await judge.aclose()
-    finally:
-        http_transport.cache_clear()
+    monkeypatch.setattr(openai_judge, "aiohttp_installed", lambda: False)
+    with FakeOpenAIServer() as srv:
+        judge = OpenAIJudge("fake-model", srv.url, logprobs=False)
+        assert (await judge.generate(REQ)).text == "3"
+        assert isinstance(judge._client_now()._client, openai.DefaultAsyncHttpxClient)
+        assert judge._session is None
+        await judge.aclose()
     runtime = judge.runtime()
     assert runtime["transport"] == "httpx" and "openai[aiohttp]" in runtime["transport_note"]
 

@@ -50,11 +50,16 @@ class OwnAnswer:
         return "the answer " + " and ".join(parts)
 
 
-@lru_cache(maxsize=64)
+#: Prompt lines kept normalised: the lines of a source text recur in every prompt about it (each output,
+#: each dimension), so that each is normalised once.
+_normalised_line = lru_cache(maxsize=16384)(normalise_line)
+
+
+@lru_cache(maxsize=1024)
 def _prompt_lines(prompt: str) -> frozenset[str]:
     """The prompt's normalised lines; cached, since every answer of a request (n samples, re-asks) is read against
-    the same prompt."""
-    return frozenset(n for n in (normalise_line(x) for x in prompt.splitlines()) if n)
+    the same prompt, and a run has as many requests in flight as its concurrency."""
+    return frozenset(n for n in (_normalised_line(x) for x in prompt.splitlines()) if n)
 
 
 def _carries_mark(line: str) -> bool:

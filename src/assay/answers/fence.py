@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from functools import lru_cache
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -25,8 +26,14 @@ _ANSWER_WORDS = (r"q\s*\d+|score|scores|rating|answer|answers|grade|verdict|eval
 _NUMBER_WORDS = r"(?:zero|one|two|three|four|five|six|seven|eight|nine|ten)"
 
 
-def _answer_spots(labels: Iterable[str]) -> re.Pattern[str]:
-    names = {x for label in labels if label for x in (label, label.replace("_", " "))}
+def _label_set(labels: Iterable[str]) -> frozenset[str]:
+    """The answer labels to defuse, each also with spaces for underscores: the cache key of a neutralisation."""
+    return frozenset(x for label in labels if label for x in (label, label.replace("_", " ")))
+
+
+@lru_cache(maxsize=256)
+def _answer_spots(names: frozenset[str]) -> re.Pattern[str]:
+    """The answer look-alikes for a set of labels, compiled once per set."""
     words = _ANSWER_WORDS + "".join("|" + re.escape(x).replace("\\ ", r"\s+") for x in sorted(names))
     rating = r"\d+(?:\.\d+)?(?:\s*(?:/|out\s+of)\s*\d+)?"
     return re.compile(
@@ -55,8 +62,18 @@ def neutralise(text: str, labels: Iterable[str] = ()) -> str:
     parser can take it for the judge's own answer: every parser skips a line carrying the mark
     (:func:`assay.answers.echo.own_answer`). Everything else is kept as it was.
     """
+    return _neutralised(text, _label_set(labels))
+
+
+#: Texts kept neutralised: a text is judged for every dimension (and by every call of a unit), with the same
+#: labels (the dataset's dimension names), so that it is neutralised once, not once per prompt.
+_NEUTRALISED_TEXTS = 4096
+
+
+@lru_cache(maxsize=_NEUTRALISED_TEXTS)
+def _neutralised(text: str, names: frozenset[str]) -> str:
     text = text.replace(OPEN, "‹‹‹").replace(CLOSE, "›››")
-    text = _answer_spots(labels).sub(lambda m: "» " + m["w"] if m["w"] else m["p"] + "» ", text)
+    text = _answer_spots(names).sub(lambda m: "» " + m["w"] if m["w"] else m["p"] + "» ", text)
     return "\n".join(_mark_line_end(line) for line in text.split("\n"))
 
 
@@ -69,7 +86,7 @@ def fence(text: str, label: str, labels: Iterable[str] = ()) -> str:
         labels: Extra answer labels to defuse (dimension names, criterion names).
     """
     name = label.upper()
-    return f"{OPEN}{name}{CLOSE}\n{neutralise(text.strip(), labels)}\n{OPEN}END {name}{CLOSE}"
+    return f"{OPEN}{name}{CLOSE}\n{_neutralised(text.strip(), _label_set(labels))}\n{OPEN}END {name}{CLOSE}"
 
 
 def sample_blocks(

@@ -6,6 +6,7 @@ import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from functools import lru_cache
 from typing import Any
 
 from assay.answers.echo import own_answer
@@ -109,13 +110,15 @@ def _value(token: str) -> float:
     return float(NUMBER_WORDS[low]) if low in NUMBER_WORDS else float(token)
 
 
-def _patterns(label: str | None) -> list[tuple[int, bool, re.Pattern[str]]]:
-    """(level, counts_things, pattern): where ``counts_things``, a noun after the value makes it a quantity."""
+@lru_cache(maxsize=256)
+def _patterns(label: str | None) -> tuple[tuple[int, bool, re.Pattern[str]], ...]:
+    """(level, counts_things, pattern): where ``counts_things``, a noun after the value makes it a quantity.
+    Built once per label (every answer of a dimension is read with the same patterns)."""
     names = _LABELS + ("|" + re.escape(label).replace("\\ ", r"\s+") if label else "")
     dimension = r"(?:" + re.escape(label).replace("\\ ", r"\s+") + r"\s+)?" if label else ""
     flags = re.IGNORECASE
     words = "|".join(NUMBER_WORDS)
-    return [
+    return (
         (FINAL, False, re.compile(rf"\b((?:final|overall)\s+{dimension}(?:{_LABELS}|answer|verdict)){_PAREN}\s*"
                                   rf"(?:[:=\-–]|\bis\b|\bof\b|would\s+be)?\s*(?:an?\s+)?{_VAL}\b{_NO_PAIR}{_OUT_OF}",
                                   flags)),
@@ -132,7 +135,7 @@ def _patterns(label: str | None) -> list[tuple[int, bool, re.Pattern[str]]]:
                                   r"(?![\d/]|[.-]\d)", flags)),
         (PROSE, True, re.compile(rf"\b()({words})\s+out\s+of\s+({words}|\d+)\b", flags)),
         (PROSE, False, re.compile(rf"\b()({words}|\d+(?:\.\d+)?)\s+stars?\b()", flags)),
-    ]
+    )
 
 
 def _counts_things(after: str) -> bool:

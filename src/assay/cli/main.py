@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
+import time
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -28,6 +29,8 @@ out = Console(emoji=False)
 # Exit codes of `assay run` (docs/judges.md, "Exit codes"): 1 is an error before judging (AssayError),
 # 130 an interruption; a run that ended with failed or undone units exits with EXIT_INCOMPLETE.
 EXIT_INCOMPLETE = 3
+#: Seconds between two updates of the progress bar's counts (rich redraws at 10 Hz: more would be lost work).
+PROGRESS_EVERY_S = 0.1
 
 JudgeOpts = Annotated[list[str] | None,
                       typer.Option("--judge-opt", help="Backend option KEY=VALUE (n_threads=2, timeout=60)")]
@@ -126,7 +129,13 @@ def run(
             console.print(f"[bold]resuming[/] {escape(str(run_path))}: {done} units already done, {todo} to go")
         task.append(bar.add_task(method, total=todo, stats=""))
 
-    def on_update(p: Any, judge_: Any) -> None:
+    shown = [0.0]  # when the bar was last updated
+
+    def on_update(p: Any, judge_: Any) -> None:  # after each unit; the bar redraws 10 times a second at most
+        now = time.monotonic()
+        if now - shown[0] < PROGRESS_EVERY_S and p.done + p.failed < p.total:
+            return
+        shown[0] = now
         u = judge_.ledger.total()
         bar.update(task[0], completed=p.done + p.failed, stats=(
             f"calls {u.calls} (cached {u.cached_calls}) tok {u.prompt_tokens}/{u.completion_tokens} "

@@ -40,8 +40,22 @@ class CallCache(Protocol):
 
 def call_key(identity: JudgeIdentity, request: Request) -> str:
     """The cache key of a call: the judge's identity plus the request's full content."""
-    blob = json.dumps({"judge": identity.digest(), "request": request.key_payload()}, sort_keys=True)
+    blob = json.dumps({"judge": _identity_digest(identity), "request": request.key_payload()}, sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()
+
+
+_last_digest: tuple[JudgeIdentity | None, str] = (None, "")
+
+
+def _identity_digest(identity: JudgeIdentity) -> str:
+    """``identity.digest()``, hashed once per identity object rather than once per call (a run keys every call
+    with the same, frozen, identity); one tuple read and written whole, so that threads never mix two."""
+    global _last_digest
+    known, digest = _last_digest
+    if known is not identity:
+        digest = identity.digest()
+        _last_digest = (identity, digest)
+    return digest
 
 
 class RetryPolicy(BaseModel):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import email.utils
-import functools
+import importlib.util
 import json
 import os
 import re
@@ -26,6 +26,9 @@ from assay.judges.base import (
     TokenLogprobs,
     TopToken,
 )
+
+#: Seconds an idle connection is kept alive: the SDK's default (httpx's ``Limits.keepalive_expiry``).
+KEEPALIVE_S = 5.0
 
 
 class OpenAIJudge(Judge):
@@ -62,14 +65,8 @@ class OpenAIJudge(Judge):
         self, model: str, base_url: str | None = None, *, api_key: str | None = None,
         timeout: float = 120.0, logprobs: bool | None = None, cache_prompt: bool | None = None,
     ) -> None:
-        try:
-            import openai
-        except ImportError as exc:  # pragma: no cover - openai is a core dependency
-            raise ConfigError("the openai judge needs the 'openai' package: pip install openai") from exc
-        from openai._constants import DEFAULT_CONNECTION_LIMITS  # its type is httpx's Limits, whichever httpx
-
-        self._openai = openai
-        self._limits = type(DEFAULT_CONNECTION_LIMITS)
+        if importlib.util.find_spec("openai") is None:  # pragma: no cover - openai is a core dependency
+            raise ConfigError("the openai judge needs the 'openai' package: pip install openai")
         base_url = base_url or os.environ.get("OPENAI_BASE_URL")
         key = api_key or os.environ.get("OPENAI_API_KEY")
         if key is None:
@@ -82,12 +79,13 @@ class OpenAIJudge(Judge):
         sdk_url, auth = url_credentials(base_url)
         self._connect = {"api_key": key, "base_url": sdk_url, "max_retries": 0, "timeout": timeout,
                          "default_headers": auth}
-        self._transport, self._transport_note = http_transport(openai)
+        self._transport, self._transport_note = http_transport()
         self._pool = self.default_concurrency
-        self._client: Any = None  # built on the first call, in the loop that makes it (see _client_now)
-        self._session: Any = None  # the aiohttp session the client shares with the hot path (aiohttp only)
+        self._client: Any = None  # the SDK client, built when first needed, in the loop that uses it (_client_now)
+        self._session: Any = None  # the aiohttp session of the hot path, shared with the SDK client (aiohttp only)
         self._proxy: tuple[Any, Any] = (None, None)  # HTTP(S)_PROXY for the endpoint and its auth, read per loop
         self._client_loop: asyncio.AbstractEventLoop | None = None
+        self._session_loop: asyncio.AbstractEventLoop | None = None
         self._chat_url = chat_url(sdk_url or "https://api.openai.com/v1")
         self._headers = {"Authorization": f"Bearer {key}", "Content-Type": "application/json",
                          "Accept": "application/json"} | auth
@@ -132,35 +130,66 @@ class OpenAIJudge(Judge):
     async def aclose(self) -> None:
         """Close the connection pool (built in this loop; one of an ended loop is dropped with it)."""
         client, session, self._client, self._session = self._client, self._session, None, None
-        if client is not None and self._client_loop is asyncio.get_running_loop():
+        loop = asyncio.get_running_loop()
+        if client is not None and self._client_loop is loop:
             await client.close()  # closes the shared session through the SDK's aiohttp transport
-            if session is not None:
-                await session.close()
+        if session is not None and self._session_loop is loop:
+            await session.close()
+
+    @property
+    def _openai(self) -> Any:
+        """The SDK, imported when first needed (the batch API, the httpx fallback, an https session's TLS
+        settings): it takes longer to import than the rest of a run's start, and chats over aiohttp never use it."""
+        import openai
+
+        return openai
+
+    def _session_now(self) -> Any:
+        """The aiohttp session of the running loop for the hot path, with a pool of ``self._pool`` connections.
+
+        An aiohttp session belongs to the loop that opened it, so a judge reused by a later ``asyncio.run``
+        (``assay.evaluate`` twice) gets a new one there. A plain-http endpoint's session is built without the
+        SDK; an https one comes with the SDK client (:meth:`_client_now`), for the SDK's TLS settings.
+        """
+        loop = asyncio.get_running_loop()
+        if self._session is None or self._session_loop is not loop:
+            if urlsplit(self._chat_url).scheme == "https":
+                self._client_now()
+            else:
+                self._session = aiohttp_session(self._pool, self._connect["timeout"], KEEPALIVE_S)
+                self._proxy = env_proxy(self._chat_url)
+                self._session_loop = loop
+        return self._session
 
     def _client_now(self) -> Any:
         """The SDK client of the running loop: built on first use, with a pool of ``self._pool`` connections.
 
-        An aiohttp session (and an httpx pool's connections) belong to the loop that opened them, so a
-        judge object reused by a later ``asyncio.run`` (``assay.evaluate`` twice) gets a new client there.
-        On aiohttp the client is built around the judge's own session, so chat calls and the batch API
-        share one pool.
+        Like the session, it belongs to the loop that built it. On aiohttp the client is built around the
+        judge's own session (the one chat calls use, made here if there is none yet), so that chat calls and
+        the batch API share one pool.
         """
         loop = asyncio.get_running_loop()
         if self._client is None or self._client_loop is not loop:
-            limits = self._limits(max_connections=self._pool, max_keepalive_connections=self._pool)
+            from openai._constants import DEFAULT_CONNECTION_LIMITS  # its type is httpx's Limits, whichever httpx
+
+            oa = self._openai
+            limits = type(DEFAULT_CONNECTION_LIMITS)(max_connections=self._pool, max_keepalive_connections=self._pool)
             timeout = self._connect["timeout"]
             if self._transport == "aiohttp":
                 from openai._vendor.httpx_aiohttp.transport import AiohttpTransport  # the SDK's own transport
 
                 transport = AiohttpTransport(limits=limits)  # its TLS context: the SDK's defaults
-                self._session = transport.client = aiohttp_session(self._pool, timeout, limits.keepalive_expiry,
-                                                                   transport.ssl_context)
-                self._proxy = env_proxy(self._chat_url)
-                http = self._openai.DefaultAioHttpClient(transport=transport, timeout=timeout)
+                if self._session is None or self._session_loop is not loop:
+                    self._session = aiohttp_session(self._pool, timeout, limits.keepalive_expiry,
+                                                    transport.ssl_context)
+                    self._proxy = env_proxy(self._chat_url)
+                    self._session_loop = loop
+                transport.client = self._session
+                http = oa.DefaultAioHttpClient(transport=transport, timeout=timeout)
             else:
                 self._session = None
-                http = self._openai.DefaultAsyncHttpxClient(limits=limits, timeout=timeout)
-            self._client = self._openai.AsyncOpenAI(**self._connect, http_client=http)
+                http = oa.DefaultAsyncHttpxClient(limits=limits, timeout=timeout)
+            self._client = oa.AsyncOpenAI(**self._connect, http_client=http)
             self._client_loop = loop
         return self._client
 
@@ -244,10 +273,10 @@ class OpenAIJudge(Judge):
 
     async def _generate(self, request: Request) -> Response:
         start = time.perf_counter()
-        client = self._client_now()
-        if self._session is None:
-            raw = await self._post_sdk(client, self.payload(request))
+        if self._transport != "aiohttp":
+            raw = await self._post_sdk(self._client_now(), self.payload(request))
         else:
+            self._session_now()
             raw = await self._post_direct(json.dumps(self.payload(request)).encode())
         return _to_response(raw, time.perf_counter() - start, self._where)
 
@@ -386,19 +415,22 @@ def env_proxy(url: str) -> tuple[Any, Any]:
         return None, None
 
 
-@functools.cache
-def http_transport(openai: Any) -> tuple[str, str | None]:
-    """Which HTTP transport the SDK client gets, and why not the fast one when it is not.
+def aiohttp_installed() -> bool:
+    """Whether aiohttp can be imported (``openai[aiohttp]``, a core dependency), asked without importing it."""
+    return importlib.util.find_spec("aiohttp") is not None
 
-    The SDK's aiohttp transport (``openai[aiohttp]``, a core dependency) spends a fraction of the CPU
-    per call of its default httpx transport, whose pool bookkeeping dominates at concurrency 128 and
-    more (benchmarks/http_overhead.py). httpx remains the fallback, said so in the judge's runtime record.
+
+def http_transport() -> tuple[str, str | None]:
+    """Which HTTP transport chat calls take, and why not the fast one when it is not.
+
+    Chat calls go over the judge's own aiohttp session, which spends a fraction of the CPU per call of the
+    SDK's default httpx transport, whose pool bookkeeping dominates at concurrency 128 and more
+    (benchmarks/http_overhead.py). Without aiohttp they go through the SDK on httpx, said so in the judge's
+    runtime record.
     """
-    try:
-        openai.DefaultAioHttpClient()  # raises when the aiohttp extra is missing; opens no connection
-    except (AttributeError, ImportError, RuntimeError) as exc:
-        return "httpx", (f"the SDK's aiohttp transport is unavailable ({exc}); calls use httpx, slower at high "
-                         "concurrency: pip install 'openai[aiohttp]'")
+    if not aiohttp_installed():
+        return "httpx", ("aiohttp is not installed; calls use the SDK on httpx, slower at high concurrency: "
+                         "pip install 'openai[aiohttp]'")
     return "aiohttp", None
 
 

@@ -110,7 +110,7 @@ def read_run(run_dir: str | Path) -> ScoreTable:
 
     run_dir = Path(run_dir)
     with RunStore(run_dir, readonly=True) as store:
-        rows = store.rows()
+        rows = store.score_rows()
         samples = store.samples()
         manifest = store.manifest() or {}
         asked = store.asked_units()

@@ -1,0 +1,31 @@
+"""What a run loads: only what it needs, so that its first judge call leaves soon after the process starts."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from assay.testing import FakeOpenAIServer
+
+#: Loaded when used, never by a direct run over HTTP (benchmarks/run_overhead.py measures the start-up time).
+NOT_NEEDED = ("openai", "scipy", "pandas", "statsmodels", "pingouin", "plotly", "assay.meta", "assay.methods.geval",
+              "assay.methods.checkeval", "assay.methods.seal", "assay.methods.gereval")
+
+SCRIPT = """
+import sys
+from assay import evaluate
+result = evaluate("summeval", method="direct", judge="openai:fake-model@{url}", limit=3, run_dir={run_dir!r})
+assert result.complete and len(result.judgments) == 12, result.units
+print(sorted(m for m in sys.modules if m.startswith({not_needed!r})))
+"""
+
+
+def test_a_direct_run_over_http_loads_no_sdk_no_statistics_and_no_other_method(tmp_path):
+    """The SDK (its import alone took longer than a run's start), the statistics stack and the other methods
+    are imported when used: a run's summary table, ``assay meta``, the batch API, another ``--method``."""
+    with FakeOpenAIServer() as srv:
+        code = SCRIPT.format(url=srv.url, run_dir=str(tmp_path / "run"), not_needed=NOT_NEEDED)
+        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr
+        assert len(srv.requests) == 13  # the log-probability probe, then one call per unit
+    assert done.stdout.strip() == "[]"
