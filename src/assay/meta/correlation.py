@@ -40,38 +40,6 @@ def _constant(a: np.ndarray) -> bool:
     return len(a) == 0 or bool(np.all(a == a[0]))
 
 
-#: Above this many pairs Kendall's tau is left to scipy (O(n log n)); at or below, the pairs are counted here
-#: (O(n^2) memory): a run's summary table then needs no scipy, whose import costs more than the whole table.
-PAIRWISE_MAX = 1000
-
-
-def _average_ranks(a: np.ndarray) -> np.ndarray:
-    """Ranks 1..n, tied values given the mean of their ranks (scipy's ``rankdata(method="average")``)."""
-    _, inverse, counts = np.unique(a, return_inverse=True, return_counts=True)
-    ends = np.cumsum(counts)
-    return (ends - (counts - 1) / 2.0)[inverse]
-
-
-def _pearson(x: np.ndarray, y: np.ndarray) -> float:
-    """Pearson's r of two non-constant arrays (scipy's ``pearsonr`` statistic, clipped to [-1, 1] alike)."""
-    dx, dy = x - x.mean(), y - y.mean()
-    r = float(dx @ dy) / math.sqrt(float(dx @ dx) * float(dy @ dy))
-    return max(-1.0, min(1.0, r))
-
-
-def _tau_b(x: np.ndarray, y: np.ndarray) -> float:
-    """Kendall's tau-b of two non-constant arrays: (C - D) / sqrt((n0 - ties in x) (n0 - ties in y))."""
-    if len(x) > PAIRWISE_MAX:
-        from scipy import stats
-
-        return float(stats.kendalltau(x, y, variant="b").statistic)
-    upper = np.triu_indices(len(x), 1)
-    sx, sy = np.sign(np.subtract.outer(x, x)[upper]), np.sign(np.subtract.outer(y, y)[upper])
-    n0 = len(sx)
-    denominator = math.sqrt(float(n0 - np.count_nonzero(sx == 0)) * float(n0 - np.count_nonzero(sy == 0)))
-    return max(-1.0, min(1.0, float(sx @ sy) / denominator))
-
-
 def kendall_tau(x: Sequence[float], y: Sequence[float], variant: KendallVariant = "b") -> float:
     """Kendall's tau in the chosen variant; the variants differ only in how ties are treated.
 
@@ -80,46 +48,40 @@ def kendall_tau(x: Sequence[float], y: Sequence[float], variant: KendallVariant 
     - ``"c"`` (Stuart's): adjusted for rectangular tables, ``2m (C - D) / (n^2 (m - 1))`` with
       ``m`` the smaller number of distinct values.
 
-    Tau-b of up to :data:`PAIRWISE_MAX` pairs is counted here (the same value as scipy's ``kendalltau``, tested
-    against it), more and tau-c by scipy.
-
     Returns:
         Tau, or NaN when either variable is constant or fewer than :data:`MIN_PAIRS` pairs exist.
     """
+    from scipy import stats
+
     x_arr, y_arr = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
     if len(x_arr) < MIN_PAIRS or _constant(x_arr) or _constant(y_arr):
         return float("nan")
-    if variant == "b":
-        return _tau_b(x_arr, y_arr)
-    if variant == "c":
-        from scipy import stats
-
-        return float(stats.kendalltau(x_arr, y_arr, variant="c").statistic)
+    if variant in ("b", "c"):
+        return float(stats.kendalltau(x_arr, y_arr, variant=variant).statistic)
     if variant != "a":
         raise ValueError(f"Kendall variant must be a, b or c, not {variant!r}")
     n0 = len(x_arr) * (len(x_arr) - 1) / 2
     ties = [sum(c * (c - 1) / 2 for c in np.unique(v, return_counts=True)[1]) for v in (x_arr, y_arr)]
-    s = _tau_b(x_arr, y_arr) * math.sqrt((n0 - ties[0]) * (n0 - ties[1]))  # C - D
+    tau_b = float(stats.kendalltau(x_arr, y_arr, variant="b").statistic)
+    s = tau_b * math.sqrt((n0 - ties[0]) * (n0 - ties[1]))  # C - D
     return s / n0
 
 
 def correlate(x: Sequence[float], y: Sequence[float], measure: Measure, variant: KendallVariant = "b") -> float:
     """One correlation coefficient between predicted ``x`` and human ``y``.
 
-    Pearson's r and Spearman's rho (Pearson's r of the average ranks) are computed here with numpy, the same
-    values as scipy's ``pearsonr`` and ``spearmanr`` (tested against them): importing ``scipy.stats`` costs
-    more than a whole run's summary table.
-
     Returns:
         The coefficient, or NaN when it is undefined (fewer than :data:`MIN_PAIRS` items, or constant input).
     """
+    from scipy import stats
+
     x_arr, y_arr = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
     if len(x_arr) < MIN_PAIRS or _constant(x_arr) or _constant(y_arr):
         return float("nan")
     if measure == "pearson":
-        return _pearson(x_arr, y_arr)
+        return float(stats.pearsonr(x_arr, y_arr).statistic)
     if measure == "spearman":
-        return _pearson(_average_ranks(x_arr), _average_ranks(y_arr))
+        return float(stats.spearmanr(x_arr, y_arr).statistic)
     if measure == "kendall":
         return kendall_tau(x_arr, y_arr, variant)
     raise ValueError(f"measure must be pearson, spearman or kendall, not {measure!r}")
@@ -133,14 +95,8 @@ def per_document(frame: pd.DataFrame, measure: Measure, variant: KendallVariant 
     """The correlation within each source document (one dimension's rows); NaN marks a skipped document."""
     pairs = _pairs(frame)
     docs = list(dict.fromkeys(frame["doc_id"]))
-    codes, names = pd.factorize(pairs["doc_id"], sort=False)  # -1: no document (dropped, as groupby does)
-    keep = np.flatnonzero(codes >= 0)
-    order = keep[np.argsort(codes[keep], kind="stable")]  # each document's rows together, in their order:
-    bounds = np.flatnonzero(np.diff(codes[order])) + 1  # a pandas groupby builds a frame per group, 10x slower
-    scores = np.split(pairs["score"].to_numpy(dtype=float)[order], bounds)
-    humans = np.split(pairs["human"].to_numpy(dtype=float)[order], bounds)
-    values = {doc: correlate(x, y, measure, variant)
-              for doc, x, y in zip(names, scores, humans, strict=True)} if len(order) else {}
+    values = {doc: correlate(g["score"].to_numpy(), g["human"].to_numpy(), measure, variant)
+              for doc, g in pairs.groupby("doc_id", sort=False)}
     return pd.Series([values.get(d, float("nan")) for d in docs], index=docs, dtype=float)
 
 
