@@ -181,12 +181,12 @@ def test_reasks_are_stored_and_served_from_the_cache_the_second_time(tmp_path, s
     assay.evaluate(data, method="direct", judge=judge, dimensions=["coherence"], run_dir=tmp_path / "run",
                    options={"temperature": 0.7})
     with RunStore(tmp_path / "run", readonly=True) as store:
-        before = store.count_calls()
+        before = len(list(store.calls.requests()))
     first = probe(tmp_path / "run", budget=4, judge=judge)
     # two repeats and one injected output per unit; the units share one article, so one reference call
     assert first["calls"]["new"] == 4 * 2 + 4 + 1
     with RunStore(tmp_path / "run", readonly=True) as store:
-        assert store.count_calls() == before + first["calls"]["new"]  # kept in the run's cache
+        assert len(list(store.calls.requests())) == before + first["calls"]["new"]  # kept in the run's cache
         assert store.get_meta("probe")["checks"] == json.loads(json.dumps(first["checks"]))
     asked = len(judge.requests)
     second = probe(tmp_path / "run", budget=4, judge=judge)

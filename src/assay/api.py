@@ -188,9 +188,9 @@ async def evaluate_async(
     batcher = _batcher(bare, store, batch, prices, concurrency, status) if batch else None
     if batcher is not None:  # every unit at once; calls wait for batches, not for a call slot
         retry = (retry or RetryPolicy()).model_copy(update={"timeout_s": BATCH_WAIT_S})
-        managed = ManagedJudge(batcher, cache=store, concurrency=BATCH_CONCURRENCY, retry=retry, prices=prices)
+        managed = ManagedJudge(batcher, cache=store.calls, concurrency=BATCH_CONCURRENCY, retry=retry, prices=prices)
     else:
-        managed = ManagedJudge(bare, cache=store, concurrency=concurrency, retry=retry, prices=prices)
+        managed = ManagedJudge(bare, cache=store.calls, concurrency=concurrency, retry=retry, prices=prices)
     try:
         # before any judge call: another run's settings must cost nothing and write nothing here
         store.check(_fingerprint(meth, bare.identity, dataset, dims), before_prepare=True,
@@ -275,7 +275,7 @@ async def evaluate_async(
 
 def _note_unfinished_batches(store: RunStore) -> None:
     """Say so when a live session resumes a run whose batches were never taken in: it pays for them again."""
-    unfinished = store.batches(live=True)
+    unfinished = store.batches.listed(live=True)
     if unfinished:
         ids = ", ".join(b["batch_id"] or b["input_file"] for b in unfinished)
         store.add_note("batch", f"{len(unfinished)} batch(es) of an earlier --batch session are unfinished ({ids}); "

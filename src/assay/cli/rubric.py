@@ -30,7 +30,8 @@ def _managed(spec: str, pairs: list[str] | None, cache: Path | None) -> tuple[An
     from assay.run.store import RunStore
 
     store = RunStore(cache) if cache is not None else None
-    return ManagedJudge(load_judge(spec, **judge_options(pairs)), cache=store), store
+    calls = store.calls if store is not None else None
+    return ManagedJudge(load_judge(spec, **judge_options(pairs)), cache=calls), store
 
 
 async def _close(judge: Any, store: Any) -> None:

@@ -35,6 +35,7 @@ from assay.judges.tokens import (
     tiktoken_counter,
 )
 from assay.methods import Method, RunContext
+from assay.run.cache import CallCache
 from assay.run.executor import order_units
 from assay.run.standin import answer as standin_answer
 from assay.run.standin import fenced_text, listed
@@ -187,7 +188,7 @@ class CountingJudge(ManagedJudge):
     """
 
     def __init__(self, identity: JudgeIdentity, logprobs: bool, counter: TokenCounter,
-                 cache: RunStore | None) -> None:
+                 cache: CallCache | None) -> None:
         super().__init__(_NoCall(identity, logprobs), cache=cache)
         self.counter = counter
         self.rows: dict[str, StageEstimate] = {}
@@ -327,7 +328,7 @@ async def estimate_run(meth: Method, dataset: Dataset, dims: list[Dimension], ju
             prices.check_covers(identity.model)
         if store is not None and fingerprint is not None:
             store.check(fingerprint(identity), before_prepare=True)
-        counting = CountingJudge(identity, logprobs, counter, store)
+        counting = CountingJudge(identity, logprobs, counter, store.calls if store is not None else None)
         notes: list[tuple[str, str]] = []
         ctx = RunContext(dataset=dataset, dimensions=dims, judge=counting, note=lambda k, m: notes.append((k, m)),
                          artifacts=lambda name, text: content_hash(text))

@@ -200,11 +200,6 @@ ARTIFACTS: dict[str, ArtifactKind] = {
 }
 
 
-def artifact_names() -> list[str]:
-    """The names :func:`prepare` accepts."""
-    return list(ARTIFACTS)
-
-
 def _read_text(path: Path, option: str) -> str:
     try:
         text = path.read_text(encoding="utf-8").strip()
@@ -249,7 +244,7 @@ async def prepare_async(
 
     Args:
         artifact: ``geval-steps`` (for ``--method geval --steps FILE``), ``checklist`` (``--method checkeval
-            --checklist FILE``) or ``rubric`` (``--method gereval --rubric FILE``); see :func:`artifact_names`.
+            --checklist FILE``) or ``rubric`` (``--method gereval --rubric FILE``); see :data:`ARTIFACTS`.
         dataset: A Dataset or a dataset spec for :func:`assay.datasets.load_dataset`.
         judge: A judge spec string, loaded and closed by this call, or a Judge object, which stays open.
         dimensions: The dimensions to build for (steps: the dataset's default ones; checklist: all of the seed
@@ -283,7 +278,7 @@ async def prepare_async(
             from assay.run.store import RunStore
 
             store = RunStore(cache_dir)
-        managed = ManagedJudge(bare, cache=store, retry=retry)
+        managed = ManagedJudge(bare, cache=store.calls, retry=retry)
         built = await preparing(build(managed), artifact, managed, status)
     finally:
         if owns_judge:
