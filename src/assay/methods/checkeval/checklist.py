@@ -21,6 +21,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
+from assay.common.files import yaml_problem
 from assay.datasets.catalog import CATALOG, DatasetInfo, card_of
 from assay.errors import AssayError, ConfigError, InputError, did_you_mean
 
@@ -277,10 +278,10 @@ def parse_checklist(text: str, file: str = "<checklist>") -> Checklist:
         root = yaml.compose(text, Loader=yaml.SafeLoader)
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
-        mark, ctx = getattr(exc, "problem_mark", None), getattr(exc, "context_mark", None)
-        began = f" (in what starts at line {ctx.line + 1})" if ctx and mark and ctx.line != mark.line else ""
-        raise ChecklistError(file, [(mark.line + 1 if mark else None, "", f"not valid YAML: "
-                                     f"{getattr(exc, 'problem', None) or exc}{began}")]) from exc
+        line, problem = yaml_problem(exc)
+        ctx = getattr(exc, "context_mark", None)
+        began = f" (in what starts at line {ctx.line + 1})" if ctx and line and ctx.line + 1 != line else ""
+        raise ChecklistError(file, [(line, "", f"not valid YAML: {problem}{began}")]) from exc
     if not isinstance(data, dict):
         raise ChecklistError(file, [(1, "", "a checklist file is a mapping with name, source and dimensions")])
     try:
