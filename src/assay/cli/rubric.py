@@ -223,9 +223,10 @@ def transfer(
     from rich.table import Table
 
     from assay.cli.main import console, out
-    from assay.methods.gereval.transfer import load_runs, transfer_tables
+    from assay.meta.inputs import load_transfer_runs
+    from assay.meta.transfer import transfer_tables
 
-    loaded = load_runs(runs)
+    loaded = load_transfer_runs(runs)
     for msg in loaded.notes:
         console.print(f"[yellow]note:[/] {escape(msg)}")
     tables = transfer_tables(loaded)
