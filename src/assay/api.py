@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import asyncio
-import functools
 import platform
 import tempfile
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ParamSpec, TypeVar
+from typing import Any
 
 from assay._version import __version__
 from assay.common.hashing import content_hash
@@ -34,19 +32,8 @@ from assay.run.estimate import Estimate, estimate_run
 from assay.run.executor import Progress, default_unit_concurrency, execute, order_units
 from assay.run.ray_executor import execute_ray, import_ray, parse_executor, ray_settings_for
 from assay.run.store import RunStore, check_run_dir
+from assay.run.waiting import blocking, preparing
 from assay.types import Dimension, Judgment, Sample, Usage
-
-P = ParamSpec("P")
-R = TypeVar("R")
-
-
-def blocking(coroutine: Callable[P, Awaitable[R]]) -> Callable[P, R]:
-    """The blocking form of an API coroutine: same signature and docstring, run with ``asyncio.run``."""
-    @functools.wraps(coroutine)
-    def run(*args: P.args, **kwargs: P.kwargs) -> R:
-        return asyncio.run(coroutine(*args, **kwargs))  # type: ignore[arg-type]
-    run.__name__ = run.__qualname__ = coroutine.__name__.removesuffix("_async")
-    return run
 
 
 @dataclass
@@ -310,22 +297,6 @@ def usage_totals(sessions: list[dict[str, Any]]) -> tuple[dict[str, dict[str, An
     priced = any(s.get("_prices") for s in sessions)
     cost = sum(u.cost_usd for u in by_stage.values()) if priced else None
     return {k: v.model_dump() for k, v in by_stage.items()}, cost
-
-
-async def preparing(prepare: Awaitable[R], method: str, judge: ManagedJudge,
-                    status: Callable[[str], None], every_s: float = 0.5) -> R:
-    """Await a method's preparation (a run's, or :func:`assay.prepare`'s build), saying every ``every_s``
-    seconds how many judge calls it has made, so that a long build never looks like a hang."""
-    task = asyncio.ensure_future(prepare)
-    started = time.monotonic()
-    status(f"preparing {method} (artifacts: steps, checklists, rubrics, ...)")
-    while not task.done():
-        await asyncio.wait({task}, timeout=every_s)
-        if not task.done():
-            u = judge.ledger.total()
-            status(f"preparing {method}: {u.calls} judge call(s) so far ({u.cached_calls} from cache), "
-                   f"{time.monotonic() - started:.0f} s")
-    return task.result()
 
 
 async def _detect_capabilities(judge: Judge, store: RunStore, retry: RetryPolicy | None) -> str | None:

@@ -21,21 +21,42 @@ import asyncio
 import json
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from assay.errors import ConfigError, FatalJudgeError, JudgeError, TransientJudgeError
 from assay.judges.base import Judge, Request, Response
-from assay.judges.middleware import PriceTable, call_key
+from assay.judges.middleware import CallCache, PriceTable, call_key
 from assay.judges.openai import OpenAIJudge, _to_response
 
-if TYPE_CHECKING:
-    from assay.run.store import RunStore
+
+class BatchLedger(Protocol):
+    """Where a run's batches are recorded (:class:`assay.run.batches.BatchRecords`, ``store.batches``)."""
+
+    def add(self, input_file: str, calls: Iterable[tuple[str, Request]]) -> None: ...
+
+    def update(self, input_file: str, *, status: str, batch_id: str | None = None,
+               detail: dict[str, Any] | None = None) -> None: ...
+
+    def listed(self, *, live: bool = False) -> list[dict[str, Any]]: ...
+
+    def calls(self, input_file: str) -> list[tuple[str, Request]]: ...
+
+
+class BatchStore(Protocol):
+    """What a batch judge needs of the run store (:class:`assay.run.store.RunStore`): its batch records and its
+    call cache. A protocol, so that the judges never import the run package that runs them."""
+
+    @property
+    def batches(self) -> BatchLedger: ...
+
+    @property
+    def calls(self) -> CallCache: ...
 
 #: The endpoint every line of a batch file asks for.
 ENDPOINT = "/v1/chat/completions"
@@ -216,7 +237,7 @@ class BatchJudge(Judge):
 
     prices_own_calls = True
 
-    def __init__(self, live: Judge, store: RunStore, options: BatchOptions | None = None, *,
+    def __init__(self, live: Judge, store: BatchStore, options: BatchOptions | None = None, *,
                  prices: PriceTable | None = None, note: Callable[[str, str], None] | None = None,
                  live_concurrency: int | None = None, on_state: Callable[[str], None] | None = None) -> None:
         check_batch_judge(live)

@@ -30,7 +30,6 @@ from assay.judges.tokens import (
     OPENAI_PER_MESSAGE,
     TokenCounter,
     approximate,
-    gguf_counter,
     judge_counter,
     tiktoken_counter,
 )
@@ -273,7 +272,7 @@ async def judge_for_estimate(judge: str | Judge, options: dict[str, Any],
         return judge.identity, judge.supports_logprobs, judge_counter(judge), assumptions
     backend, model, _ = parse_spec(judge)
     if backend == "llamacpp":
-        from assay.judges.llamacpp import identity_of, resolve_model
+        from assay.judges.llamacpp import gguf_counter, identity_of, resolve_model
 
         identity = identity_of(model, int(options.get("n_ctx", 4096)))
         return identity, True, gguf_counter(resolve_model(model)), assumptions

@@ -15,13 +15,13 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from assay.api import blocking, preparing
 from assay.common.hashing import content_hash
 from assay.datasets import Dataset, load_dataset
 from assay.errors import ConfigError, did_you_mean
 from assay.judges import DEFAULT_JUDGE, Judge, ManagedJudge, RetryPolicy
 from assay.methods.checkeval.build import BuildSettings
 from assay.methods.gereval.generate import GenerationSettings
+from assay.run.waiting import blocking, preparing
 from assay.types import Usage
 
 
@@ -146,13 +146,8 @@ def _plan_steps(dataset: Dataset, dimensions: list[str] | None, opts: StepsOptio
 def _plan_checklist(dataset: Dataset, dimensions: list[str] | None, opts: ChecklistOptions) -> Build:
     """CheckEval's augmentation and filtering of the seed checklist; the text must load back before it is kept."""
     from assay.methods.checkeval.build import build_checklist
-    from assay.methods.checkeval.checklist import (
-        checklist_hash,
-        default_checklist,
-        dump_checklist,
-        load_checklist,
-        parse_checklist,
-    )
+    from assay.methods.checkeval.checklist import checklist_hash, dump_checklist, parse_checklist
+    from assay.methods.checkeval.shipped import default_checklist, load_checklist
 
     seeds = load_checklist(opts.seeds or default_checklist(dataset.info))
     for d in dimensions or []:
