@@ -32,7 +32,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from assay.errors import ConfigError, FatalJudgeError, JudgeError, TransientJudgeError
 from assay.judges.base import Judge, Request, Response
 from assay.judges.middleware import CallCache, PriceTable, call_key
-from assay.judges.openai import OpenAIJudge, _to_response
+from assay.judges.openai import OpenAIJudge, to_response
 
 
 class BatchLedger(Protocol):
@@ -192,7 +192,7 @@ def _line_result(line: dict[str, Any], latency_s: float) -> Response | LineFailu
         message = error.get("message") or (detail.get("message") if isinstance(detail, dict) else None)
         return LineFailure(status, error.get("code"), str(message or f"HTTP {status}"))
     try:
-        return _to_response(body, latency_s)
+        return to_response(body, latency_s)
     except TransientJudgeError as exc:
         return LineFailure(None, "malformed", str(exc))
 
