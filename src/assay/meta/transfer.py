@@ -61,7 +61,8 @@ def collect_runs(runs: list[tuple[Path, dict[str, Any], Scores]]) -> LoadedRuns:
     Raises:
         ConfigError: No criterion judged by all of them.
     """
-    labels, tables, scales, notes, hashes = [], [], {}, [], set()
+    labels, tables, notes, hashes = [], [], [], set()
+    scales: dict[str, Scale] = {}
     for path, manifest, table in runs:
         judge = manifest.get("judge", {})
         settings = manifest.get("method_settings", {})
