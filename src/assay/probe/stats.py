@@ -18,8 +18,9 @@ from assay.meta.correlation import MIN_PAIRS
 #: The stated tokenizer of the length check: runs of word characters, and each other non-space character.
 TOKEN_PATTERN = re.compile(r"\w+|[^\w\s]")
 TOKENIZER = r"regex \w+|[^\w\s] (words and punctuation marks)"
-#: A partial correlation holds one variable fixed, which costs one pair: it needs one more than a correlation.
-MIN_PARTIAL_PAIRS = MIN_PAIRS + 1
+#: A partial correlation holds one variable fixed, which costs a degree of freedom, and its reference
+#: (``pingouin.partial_corr``, Fisher z with standard error 1/sqrt(n - 3 - 1)) is undefined below 5 pairs.
+MIN_PARTIAL_PAIRS = MIN_PAIRS + 2
 
 
 def token_count(text: str) -> int:
