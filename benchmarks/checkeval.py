@@ -34,7 +34,8 @@ import assay
 from assay import meta
 from assay.judges import ManagedJudge, load_judge
 from assay.methods.checkeval.build import BuildSettings, build_checklist
-from assay.methods.checkeval.checklist import dump_checklist, load_checklist, stage_counts
+from assay.methods.checkeval.checklist import dump_checklist, stage_counts
+from assay.methods.checkeval.shipped import load_checklist
 from assay.run.store import RunStore
 
 SETS = {"topical-chat": "turn", "summeval": "sample"}

@@ -3,7 +3,7 @@
 Usage: python benchmarks/store_writes.py [--n 5000]
 
 The driver of a run (local or Ray) is the only writer of its store: each judgment is one transaction
-(``RunStore.add_judgment``) and each answered call one autocommit insert (``RunStore.put_call``). This measures
+(``RunStore.add_judgment``) and each answered call one autocommit insert (``CallCache.put_call``). This measures
 both with records of a realistic size (a CheckEval-like trace of ~40 answers, a ~2,500-character request), and
 the same judgment rows written 100 per transaction, the rate a batched writer would reach. docs/scale.md uses the
 figures to say where the store stops keeping up with a cluster.
@@ -47,7 +47,7 @@ def main() -> None:
         one = n / (time.perf_counter() - start)
         start = time.perf_counter()
         for i in range(n):
-            store.put_call(f"{i:064x}", identity, request, response)
+            store.calls.put_call(f"{i:064x}", identity, request, response)
         calls = n / (time.perf_counter() - start)
         size = os.path.getsize(os.path.join(tmp, "run.sqlite")) + os.path.getsize(os.path.join(tmp, "run.sqlite-wal"))
     rows = [(j.sample_id + "b", j.dimension, j.method, j.judge, j.score, j.error, json.dumps(j.trace),

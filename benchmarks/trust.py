@@ -262,7 +262,7 @@ def main() -> None:
                   for dim in DIMENSIONS for k in (100, 200)]
     stratified = {str(k): stratified_coverage(tables["gpt-4-0314"], judge_scales(runs["gpt-4-0314"]), k,
                                               args.stratified_picks) for k in (100, 200)}
-    from assay.run.jury import make_jury
+    from assay.importer.jury import make_jury
 
     juries = {"jury (5, equal)": (args.work / "jury", {}),
               "jury (5, learned on 100 labels)": (args.work / "jury-learned", {"weights": "learned", "labels": 100})}

@@ -213,7 +213,7 @@ dimensions:
 
 def test_every_shipped_card_names_artifacts_its_methods_have():
     from assay.datasets.catalog import cards_dir
-    from assay.methods.checkeval.checklist import shipped_checklists
+    from assay.methods.checkeval.shipped import shipped_checklists
     from assay.methods.gereval.rubric import _human_table, _task_table
     from assay.methods.geval.paper import paper_prompt
     from assay.methods.geval.prompts import shipped_criteria

@@ -105,7 +105,7 @@ def test_every_unit_stored_once_failures_stored_and_counted(tmp_path: Path) -> N
     judgments, progress, store = _run(tmp_path, ScriptedJudge(_answer), Counting(), concurrency=3,
                                       on_update=lambda p: updates.append((p.done, p.failed, p.unscored)))
     stored = {(j.sample_id, j.dimension): j for j in store.judgments()}
-    assert store.count_judgments() == 8 == len(stored) == len(judgments)
+    assert len(store.judgments()) == 8 == len(stored) == len(judgments)
     assert {(j.sample_id, j.dimension) for j in judgments} == set(stored)
     failed = stored[("s3", "b")]
     assert failed.status == "failed" and failed.score is None and "503" in (failed.error or "")

@@ -76,7 +76,9 @@ def test_old_run_directories_still_open(tmp_path):
     _old_run(tmp_path / "rw")
     with RunStore(tmp_path / "rw") as store:  # migrated by the named migration
         assert [j.status for j in store.judgments()] == ["scored", "parse_failed"]
-        assert store.status_counts() == {"scored": 1, "parse_failed": 1, "failed": 0}
+        counts = store.unit_counts()
+        assert {k: counts[k] for k in ("scored", "parse_failed", "failed")} == {"scored": 1, "parse_failed": 1,
+                                                                                 "failed": 0}
     assert "judgment_status" in [name for name, _ in _MIGRATIONS]
 
 
@@ -172,7 +174,7 @@ def test_cli_run_with_failing_units_exits_3_and_resume_retries_only_them(tmp_pat
         assert len(srv.requests) - before == 2  # only the two failed units were judged again
         with RunStore(run_dir, readonly=True) as store:
             assert store.unit_counts() == {"asked": 5, "scored": 5, "parse_failed": 0, "failed": 0, "undone": 0}
-            assert store.count_judgments() == 5
+            assert len(store.judgments()) == 5
 
 
 def test_evaluate_exposes_the_counts(tmp_path, topical_chat):
@@ -255,7 +257,7 @@ def test_sampling_asks_again_for_choices_a_server_left_out(tmp_path):
     assert (j.trace["samples_requested"], j.trace["samples_received"]) == (4, 4)
     assert "samples_short" not in j.trace and j.score == 3.0
     with RunStore(tmp_path, readonly=True) as store:
-        indices = sorted(json.loads(r.model_dump_json())["sample_index"] for r in store.call_requests() if r.n == 1)
+        indices = sorted(json.loads(r.model_dump_json())["sample_index"] for r in store.calls.requests() if r.n == 1)
     assert indices == [1, 2, 3]  # each top-up is its own cache entry
 
 

@@ -16,7 +16,8 @@ from assay.common.hashing import content_hash
 from assay.errors import ConfigError
 from assay.judges.base import Request
 from assay.judges.scripted import ScriptedJudge
-from assay.methods.checkeval.checklist import checklist_hash, load_checklist
+from assay.methods.checkeval.checklist import checklist_hash
+from assay.methods.checkeval.shipped import load_checklist
 from assay.methods.gereval.rubric import load_rubric
 from assay.methods.geval.steps import load_steps_document
 

@@ -15,6 +15,7 @@ from assay.datasets import Dataset
 from assay.errors import ConfigError
 from assay.importer.write import ImportOptions, import_answers
 from assay.judges.scripted import ScriptedJudge
+from assay.meta.bootstrap import bootstrap_ci
 from assay.methods import direct
 from assay.probe import probe
 from assay.probe import stats as st
@@ -49,10 +50,10 @@ def test_partial_spearman_undefined_when_too_few_or_fully_explained():
 
 def test_bootstrap_interval_of_a_constant_is_that_constant_and_seeded():
     values = np.array([2.0, 2.0, 2.0])
-    assert st.bootstrap_ci(st.mean_boot(values), 3, n_boot=50) == (2.0, 2.0)
+    assert bootstrap_ci(st.mean_boot(values), 3, n_boot=50) == (2.0, 2.0)
     v = np.array([1.0, 5.0, 2.0, 8.0, 3.0])
-    assert st.bootstrap_ci(st.mean_boot(v), 5, seed=1) == st.bootstrap_ci(st.mean_boot(v), 5, seed=1)
-    low, high = st.bootstrap_ci(st.mean_boot(v), 5, seed=1)
+    assert bootstrap_ci(st.mean_boot(v), 5, seed=1) == bootstrap_ci(st.mean_boot(v), 5, seed=1)
+    low, high = bootstrap_ci(st.mean_boot(v), 5, seed=1)
     assert 1.0 <= low < v.mean() < high <= 8.0
 
 
@@ -181,12 +182,12 @@ def test_reasks_are_stored_and_served_from_the_cache_the_second_time(tmp_path, s
     assay.evaluate(data, method="direct", judge=judge, dimensions=["coherence"], run_dir=tmp_path / "run",
                    options={"temperature": 0.7})
     with RunStore(tmp_path / "run", readonly=True) as store:
-        before = store.count_calls()
+        before = len(list(store.calls.requests()))
     first = probe(tmp_path / "run", budget=4, judge=judge)
     # two repeats and one injected output per unit; the units share one article, so one reference call
     assert first["calls"]["new"] == 4 * 2 + 4 + 1
     with RunStore(tmp_path / "run", readonly=True) as store:
-        assert store.count_calls() == before + first["calls"]["new"]  # kept in the run's cache
+        assert len(list(store.calls.requests())) == before + first["calls"]["new"]  # kept in the run's cache
         assert store.get_meta("probe")["checks"] == json.loads(json.dumps(first["checks"]))
     asked = len(judge.requests)
     second = probe(tmp_path / "run", budget=4, judge=judge)
@@ -295,10 +296,10 @@ def test_bootstrap_resamples_whole_documents_when_given_them():
     values = np.array([0.0, 0.0, 10.0, 10.0])
     # two documents whose outputs agree: a resample holds whole documents, so the mean is 0, 5 or 10
     seen = []
-    st.bootstrap_ci(lambda idx: seen.append(values[idx].mean()) or values[idx].mean(axis=1), 4, n_boot=200,
+    bootstrap_ci(lambda idx: seen.append(values[idx].mean()) or values[idx].mean(axis=1), 4, n_boot=200,
                     groups=["a", "a", "b", "b"])
     assert set(np.round(seen, 9)) <= {0.0, 5.0, 10.0} and len(seen) == 200
-    assert st.bootstrap_ci(st.mean_boot(values), 4, n_boot=200, groups=["a", "a", "b", "b"]) == (0.0, 10.0)
+    assert bootstrap_ci(st.mean_boot(values), 4, n_boot=200, groups=["a", "a", "b", "b"]) == (0.0, 10.0)
 
 
 def test_the_viewer_shows_the_last_probe_of_a_run(tmp_path, summeval):

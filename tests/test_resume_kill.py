@@ -51,7 +51,7 @@ def test_sigkill_then_resume(tmp_path):
         proc.wait()
         assert proc.returncode == -signal.SIGKILL
         with RunStore(run_dir, readonly=True) as store:
-            done_first = store.count_judgments()
+            done_first = len(store.judgments())
             completed = {prompt_of(json.loads(r[0])) for r in store._db.execute("SELECT request FROM calls")}
         assert 15 <= done_first < 2 * LIMIT, "the kill must land in the middle of the run"
         first_requests = len(server.requests)

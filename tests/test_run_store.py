@@ -53,7 +53,7 @@ def test_second_writable_store_in_one_process_is_refused_until_the_first_closes(
         assert reader.manifest() is None
     first.close()
     with RunStore(tmp_path) as again:
-        assert again.count_judgments() == 0
+        assert len(again.judgments()) == 0
 
 
 def test_run_on_a_directory_another_process_writes_stops_at_once_then_runs_after_kill(holder, topical_chat):
@@ -138,7 +138,8 @@ def test_other_method_on_a_run_directory_is_refused_before_any_call_and_writes_n
     assay.evaluate(topical_chat, method="direct", judge=counting_judge(), limit=2, run_dir=run_dir,
                    dimensions=["naturalness"])
     with RunStore(run_dir, readonly=True) as store:
-        before = (store.count_calls(), store.artifacts(), store.notes(), store.manifest(), store.count_judgments())
+        before = (len(list(store.calls.requests())), store.artifacts(), store.notes(), store.manifest(),
+                  len(store.judgments()))
     shutil.copy(run_dir / DB_NAME, tmp_path / "before.sqlite")
     judge = counting_judge()
     with pytest.raises(ConfigError) as err:
@@ -146,7 +147,8 @@ def test_other_method_on_a_run_directory_is_refused_before_any_call_and_writes_n
                        dimensions=["naturalness"], options={"n": 3})
     assert judge.requests == []  # G-Eval's steps were never asked for
     with RunStore(run_dir, readonly=True) as store:
-        after = (store.count_calls(), store.artifacts(), store.notes(), store.manifest(), store.count_judgments())
+        after = (len(list(store.calls.requests())), store.artifacts(), store.notes(), store.manifest(),
+                 len(store.judgments()))
     assert after == before
     lines = str(err.value).splitlines()
     assert lines[0] == f"{run_dir} holds a run with other settings:"

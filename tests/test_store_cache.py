@@ -24,7 +24,7 @@ def counter_judge() -> ScriptedJudge:
 async def test_identical_call_is_free_and_identical(tmp_path):
     store = RunStore(tmp_path)
     inner = counter_judge()
-    judge = ManagedJudge(inner, cache=store)
+    judge = ManagedJudge(inner, cache=store.calls)
     req = Request.chat("same prompt", temperature=0)
     first = await judge.generate(req)
     second = await judge.generate(req)
@@ -37,7 +37,7 @@ async def test_identical_call_is_free_and_identical(tmp_path):
 async def test_sampled_calls_stay_distinct_per_sample_index(tmp_path):
     store = RunStore(tmp_path)
     inner = counter_judge()
-    judge = ManagedJudge(inner, cache=store)
+    judge = ManagedJudge(inner, cache=store.calls)
     texts = [(await judge.generate(Request.chat("p", temperature=1.0, sample_index=i))).text for i in range(5)]
     assert len(set(texts)) == 5 and len(inner.requests) == 5
     again = [(await judge.generate(Request.chat("p", temperature=1.0, sample_index=i))).text for i in range(5)]
@@ -45,7 +45,7 @@ async def test_sampled_calls_stay_distinct_per_sample_index(tmp_path):
 
 
 async def test_greedy_calls_ignore_sample_index(tmp_path):
-    judge = ManagedJudge(counter_judge(), cache=RunStore(tmp_path))
+    judge = ManagedJudge(counter_judge(), cache=RunStore(tmp_path).calls)
     a = await judge.generate(Request.chat("p", temperature=0, sample_index=0))
     b = await judge.generate(Request.chat("p", temperature=0, sample_index=3))
     assert a.text == b.text
@@ -71,8 +71,8 @@ def test_cache_key_covers_every_request_setting(change):
 
 async def test_cache_key_includes_judge_identity(tmp_path):
     store = RunStore(tmp_path)
-    a = ManagedJudge(ScriptedJudge(lambda r: "from a", name="a"), cache=store)
-    b = ManagedJudge(ScriptedJudge(lambda r: "from b", name="b"), cache=store)
+    a = ManagedJudge(ScriptedJudge(lambda r: "from a", name="a"), cache=store.calls)
+    b = ManagedJudge(ScriptedJudge(lambda r: "from b", name="b"), cache=store.calls)
     req = Request.chat("p")
     assert (await a.generate(req)).text == "from a"
     assert (await b.generate(req)).text == "from b"
@@ -83,7 +83,7 @@ def test_cache_survives_reopening(tmp_path):
 
     async def go() -> str:
         store = RunStore(tmp_path)
-        judge = ManagedJudge(counter_judge(), cache=store)
+        judge = ManagedJudge(counter_judge(), cache=store.calls)
         text = (await judge.generate(Request.chat("persist me"))).text
         store.close()
         return text
@@ -101,7 +101,7 @@ def test_judgment_written_exactly_once(tmp_path):
 
     with pytest.raises(sqlite3.IntegrityError):
         store.add_judgment(j)
-    assert store.count_judgments() == 1
+    assert len(store.judgments()) == 1
 
 
 def test_manifest_mismatch_is_refused(tmp_path):
@@ -161,7 +161,7 @@ async def test_cost_and_stage_accounting(tmp_path):
     prices = PriceTable(prompt_per_m={"scripted": 2.0}, completion_per_m={"scripted": 10.0})
     inner = ScriptedJudge(lambda req: "one two three")
     inner.identity = inner.identity.model_copy(update={"model": "scripted"})
-    judge = ManagedJudge(inner, cache=RunStore(tmp_path), prices=prices)
+    judge = ManagedJudge(inner, cache=RunStore(tmp_path).calls, prices=prices)
     await judge.generate(Request.chat("a b c d"), stage="steps")
     await judge.generate(Request.chat("e f"), stage="score")
     await judge.generate(Request.chat("e f"), stage="score")  # cached: free

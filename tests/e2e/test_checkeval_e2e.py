@@ -16,7 +16,8 @@ import assay
 from assay.cli.main import app
 from assay.judges.middleware import ManagedJudge
 from assay.methods.checkeval.build import BuildSettings, build_checklist
-from assay.methods.checkeval.checklist import dump_checklist, load_checklist, stage_counts
+from assay.methods.checkeval.checklist import dump_checklist, stage_counts
+from assay.methods.checkeval.shipped import load_checklist
 
 JUDGE = "llamacpp:smollm2"
 JUDGE_OPTS = {"n_threads": 2}

@@ -19,10 +19,11 @@ import pytest
 import assay
 from assay.judges import ManagedJudge
 from assay.judges.scripted import ScriptedJudge
+from assay.meta.inputs import load_transfer_runs as load_runs
+from assay.meta.transfer import transfer_tables
 from assay.methods.gereval.generate import GenerationSettings, generate_rubric
 from assay.methods.gereval.rubric import load_rubric, save_rubric
 from assay.methods.gereval.stats import rubric_stats
-from assay.methods.gereval.transfer import load_runs, transfer_tables
 
 CONDITIONS = ("task", "contexts", "contrastive")
 

@@ -25,6 +25,7 @@ from assay.judges.base import Response
 from assay.judges.batch import BatchOptions, LineFailure, batch_line, read_results, split_lines
 from assay.judges.middleware import PriceTable, RetryPolicy
 from assay.judges.scripted import ScriptedJudge
+from assay.run.batches import BatchRecords
 from assay.run.store import RunStore
 from assay.testing import Behaviour, FakeBatchAPI, FakeOpenAIServer, prompt_of
 
@@ -111,7 +112,7 @@ def test_direct_in_batch_mode_equals_the_live_run_in_one_batch(tmp_path):
     # 8 calls x (10 prompt + 1 completion tokens) at $1/M, half off
     assert result.manifest["cost_usd"] == pytest.approx(8 * 11 / 1e6 * 0.5)
     with RunStore(tmp_path / "batch", readonly=True) as store:
-        assert store.count_calls() == 8
+        assert len(list(store.calls.requests())) == 8
         batches = store._db.execute("SELECT batch_id, status, detail FROM batches").fetchall()
     assert [(b, s, json.loads(d)["answered"]) for b, s, d in batches] == [("batch_1", "done", 8)]
 
@@ -197,7 +198,7 @@ def test_a_batch_that_fails_validation_stops_the_run_with_its_errors(tmp_path):
             pytest.raises(FatalJudgeError, match="batch batch_1 ended failed: invalid_file: scripted failure"):
         _run(server, tmp_path / "batch", batch=FAST)
     with RunStore(tmp_path / "batch", readonly=True) as store:
-        assert [(b["batch_id"], b["status"], b["detail"]["provider_status"]) for b in store.batches()] == [
+        assert [(b["batch_id"], b["status"], b["detail"]["provider_status"]) for b in store.batches.listed()] == [
             ("batch_1", "done", "failed")]
 
 
@@ -224,16 +225,16 @@ def test_batch_mode_needs_an_openai_judge_and_says_so_before_any_call(tmp_path):
 def test_a_batch_created_but_not_recorded_is_found_again_not_resubmitted(tmp_path, monkeypatch):
     """A process killed between creating a batch and recording its id: the re-run finds it by its input file."""
     api = FakeBatchAPI(polls=2)
-    original = RunStore.set_batch
+    original = BatchRecords.update
 
     def crash_once(self, input_file, *, status, batch_id=None, detail=None):
         if batch_id is not None:
-            monkeypatch.setattr(RunStore, "set_batch", original)
+            monkeypatch.setattr(BatchRecords, "update", original)
             raise RuntimeError("killed right after the batch was created")
         return original(self, input_file, status=status, batch_id=batch_id, detail=detail)
 
     with FakeOpenAIServer(default=Behaviour(kind="varying"), batch_api=api) as server:
-        monkeypatch.setattr(RunStore, "set_batch", crash_once)
+        monkeypatch.setattr(BatchRecords, "update", crash_once)
         with pytest.raises(RuntimeError, match="killed right after"):
             _run(server, tmp_path / "batch", batch=FAST)
         assert len(api.batches) == 1
@@ -246,8 +247,8 @@ def test_a_live_resume_of_a_run_with_unfinished_batches_says_it_pays_again(tmp_p
     with FakeOpenAIServer(default=Behaviour(text="4")) as server:
         _run(server, tmp_path / "run", limit=1)
         with RunStore(tmp_path / "run") as store:
-            store.add_batch("file-9", [])
-            store.set_batch("file-9", status="in_progress", batch_id="batch_9")
+            store.batches.add("file-9", [])
+            store.batches.update("file-9", status="in_progress", batch_id="batch_9")
         result = _run(server, tmp_path / "run", limit=2)
     assert result.complete
     assert any("1 batch(es) of an earlier --batch session are unfinished (batch_9)" in n["message"]
@@ -293,7 +294,7 @@ def test_sigkill_after_the_first_batch_then_resume_polls_the_same_batch(tmp_path
     assert max(server.asked.values()) == 1
     with RunStore(run_dir, readonly=True) as store:
         assert store.unit_counts()["scored"] == 12
-        assert [(b["batch_id"], b["status"]) for b in store.batches()] == [("batch_1", "done")]
+        assert [(b["batch_id"], b["status"]) for b in store.batches.listed()] == [("batch_1", "done")]
 
 
 def test_cli_refuses_a_bad_batch_retry_before_any_call(tmp_path):

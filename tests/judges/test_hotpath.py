@@ -9,7 +9,7 @@ import pytest
 
 from assay.errors import FatalJudgeError, JudgeError, TransientJudgeError
 from assay.judges.base import Request
-from assay.judges.openai import OpenAIJudge, _to_response, chat_url, refuses_logprobs, status_error
+from assay.judges.openai import OpenAIJudge, chat_url, refuses_logprobs, status_error, to_response
 from assay.testing import Behaviour, FakeOpenAIServer
 
 FULL = Request.chat("Rate it.", system="You judge.", temperature=0.7, top_p=0.9, max_tokens=5, n=2, seed=11,
@@ -119,10 +119,10 @@ async def test_usage_logprobs_and_finish_reason_are_parsed():
     assert (top.token, top.logprob) == ("3", -0.1) and [t.token for t in top.top] == ["3", "alt0", "alt1"]
     raw = {"model": "m", "choices": [{"message": {"content": None}, "finish_reason": "length", "logprobs": None}],
            "usage": {"prompt_tokens": 7, "completion_tokens": 2, "prompt_tokens_details": {"cached_tokens": 5}}}
-    parsed = _to_response(raw, 0.1, "http://h/v1")
+    parsed = to_response(raw, 0.1, "http://h/v1")
     assert (parsed.text, parsed.choices[0].finish_reason, parsed.cached_prompt_tokens) == ("", "length", 5)
     with pytest.raises(TransientJudgeError, match="malformed response from http://h/v1: no choices"):
-        _to_response({"error": "busy"}, 0.1, "http://h/v1")
+        to_response({"error": "busy"}, 0.1, "http://h/v1")
 
 
 def test_the_chat_url_keeps_the_endpoint_path_and_query():

@@ -122,7 +122,7 @@ def test_auth_and_unknown_model_stop_a_cli_run_with_one_clear_line(tmp_path, sta
     assert words in " ".join(res.stderr.split()) and "Traceback" not in res.stderr
     assert len(srv.requests) == 1
     with RunStore(tmp_path / "run", readonly=True) as store:
-        assert store.count_judgments() == 0
+        assert len(store.judgments()) == 0
 
 
 async def test_payload_carries_sampling_settings_and_logprobs(server):

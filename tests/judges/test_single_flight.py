@@ -62,7 +62,7 @@ async def _settle() -> None:
 @pytest.mark.parametrize("with_cache", [True, False])
 async def test_concurrent_identical_requests_call_the_judge_once(tmp_path, with_cache):
     inner = GatedJudge("4")
-    judge = ManagedJudge(inner, cache=RunStore(tmp_path) if with_cache else None, concurrency=N)
+    judge = ManagedJudge(inner, cache=RunStore(tmp_path).calls if with_cache else None, concurrency=N)
     req = Request.chat("same prompt")
     tasks = [asyncio.ensure_future(judge.generate(req)) for _ in range(N)]
     await _settle()
@@ -77,7 +77,7 @@ async def test_concurrent_identical_requests_call_the_judge_once(tmp_path, with_
 
 async def test_an_error_reaches_every_waiter_and_the_next_request_calls_again(tmp_path):
     inner = GatedJudge(FatalJudgeError("bad key"))
-    judge = ManagedJudge(inner, cache=RunStore(tmp_path), concurrency=N)
+    judge = ManagedJudge(inner, cache=RunStore(tmp_path).calls, concurrency=N)
     req = Request.chat("same prompt")
     tasks = [asyncio.ensure_future(judge.generate(req)) for _ in range(N)]
     await _settle()
@@ -92,7 +92,7 @@ async def test_an_error_reaches_every_waiter_and_the_next_request_calls_again(tm
 
 async def test_cancelling_one_waiter_leaves_the_shared_call_to_the_others(tmp_path):
     inner = GatedJudge("2")
-    judge = ManagedJudge(inner, cache=RunStore(tmp_path), concurrency=N)
+    judge = ManagedJudge(inner, cache=RunStore(tmp_path).calls, concurrency=N)
     req = Request.chat("same prompt")
     tasks = [asyncio.ensure_future(judge.generate(req)) for _ in range(3)]
     await _settle()
@@ -105,7 +105,7 @@ async def test_cancelling_one_waiter_leaves_the_shared_call_to_the_others(tmp_pa
 
 async def test_cancelling_every_waiter_cancels_the_call(tmp_path):
     inner = GatedJudge("2")
-    judge = ManagedJudge(inner, cache=RunStore(tmp_path), concurrency=N)
+    judge = ManagedJudge(inner, cache=RunStore(tmp_path).calls, concurrency=N)
     req = Request.chat("same prompt")
     tasks = [asyncio.ensure_future(judge.generate(req)) for _ in range(3)]
     await _settle()
@@ -124,11 +124,11 @@ async def test_a_retry_takes_the_answer_another_process_cached_meanwhile(tmp_pat
     other = _response("5")
 
     def first_fails_after_another_process_answered(request: Request) -> str:
-        store.put_call(call_key(judge.identity, request), judge.identity, request, other)
+        store.calls.put_call(call_key(judge.identity, request), judge.identity, request, other)
         raise TransientJudgeError("503 from the server")
 
     inner = ScriptedJudge(first_fails_after_another_process_answered)
-    judge = ManagedJudge(inner, cache=store, retry=RetryPolicy(base_delay_s=0.001, max_delay_s=0.001))
+    judge = ManagedJudge(inner, cache=store.calls, retry=RetryPolicy(base_delay_s=0.001, max_delay_s=0.001))
     answer = await judge.generate(req)
     assert answer.text == "5" and answer.from_cache
     assert len(inner.requests) == 1  # the retry found the cached answer instead of paying again

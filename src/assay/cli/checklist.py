@@ -33,7 +33,8 @@ def show(
     removed: Annotated[bool, typer.Option("--removed/--kept-only", help="List removed questions too")] = True,
 ) -> None:
     """Print a checklist as a tree, with the number of questions at each stage (as CheckEval's tables 5-6)."""
-    from assay.methods.checkeval.checklist import checklist_hash, load_checklist
+    from assay.methods.checkeval.checklist import checklist_hash
+    from assay.methods.checkeval.shipped import load_checklist
 
     _, out = _consoles()
     cl = load_checklist(checklist)

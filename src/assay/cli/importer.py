@@ -38,7 +38,7 @@ def import_cmd(
     """Import a judge's answers as a run: the method's own reader and aggregation, no judge called."""
     from rich.markup import escape
 
-    from assay.cli.main import _print_summary_table, console, out
+    from assay.cli.main import console, out, print_summary_table
     from assay.errors import ConfigError
     from assay.importer.write import ImportOptions, import_answers
 
@@ -61,7 +61,7 @@ def import_cmd(
               f"an answer); no judge was called")
     for note in result.notes:
         console.print(f"[yellow]note:[/] {escape(note)}")
-    _print_summary_table(target, f"{method} on {dataset}, imported")
+    print_summary_table(target, f"{method} on {dataset}, imported")
 
 
 def register(app: typer.Typer) -> None:

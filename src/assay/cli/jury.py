@@ -29,9 +29,9 @@ def jury(
     from rich.markup import escape
 
     from assay.cli.main import console, out
+    from assay.importer.jury import make_jury
     from assay.meta.evaluate import meta_evaluate
     from assay.report.tables import fmt
-    from assay.run.jury import make_jury
 
     res = make_jury(runs, output, weights=weights, missing=missing, human=human, labels=labels, seed=seed,
                     id_field=id_field, match=match, dataset=dataset, dimensions=dimension)

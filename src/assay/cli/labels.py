@@ -17,8 +17,8 @@ from assay.cli.meta import (
     LabelsOpt,
     MatchOpt,
     RatingOpt,
-    _write_json,
     print_table,
+    write_json,
 )
 
 labels_app = typer.Typer(no_args_is_help=True, help="Plan and pick the human labels that make a judge's scores "
@@ -57,7 +57,7 @@ def plan_cmd(
     table["notes"].insert(0, f"pilot labels: {res['labels']}")
     print_table(table)
     if json_path:
-        _write_json(json_path, res)
+        write_json(json_path, res)
 
 
 @labels_app.command("pick")

@@ -199,7 +199,7 @@ def _progress(quiet: bool) -> Progress:
 
 def _print_run(result: Any, *, priced: bool = False) -> None:
     m = result.manifest
-    _print_summary_table(result.run_dir, f"{m['method']} on {m['dataset']['name']} "
+    print_summary_table(result.run_dir, f"{m['method']} on {m['dataset']['name']} "
                                          f"with {m['judge']['backend']}:{m['judge']['model']}")
     usage = result.usage
     total_calls = sum(u.calls for u in usage.values())
@@ -225,7 +225,7 @@ def _print_run(result: Any, *, priced: bool = False) -> None:
     _print_incomplete(result)
 
 
-def _print_summary_table(run_dir: Path, title: str) -> None:
+def print_summary_table(run_dir: Path, title: str) -> None:
     """The run's table per dimension (units, coverage, mean score, correlations with the human ratings)."""
     from assay.report.summary import run_summary
 

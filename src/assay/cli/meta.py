@@ -102,7 +102,7 @@ def _thresholds(pairs: list[str] | None) -> dict[str, float]:
     return out
 
 
-def _write_json(path: Path, data: Any) -> None:
+def write_json(path: Path, data: Any) -> None:
     from assay.cli.main import out
     from assay.meta.table import jsonable
 
@@ -176,7 +176,7 @@ def meta(
         if res["quality_split"]:
             print_table(quality_table(res["quality_split"], res["measures"]))
     if json_path:
-        _write_json(json_path, results[0] if len(results) == 1 else results)
+        write_json(json_path, results[0] if len(results) == 1 else results)
 
 
 def parse_scales(pairs: list[str] | None) -> dict[str, tuple[float, float]]:
@@ -295,7 +295,7 @@ def compare(
     if res["paired_bootstrap"]:
         print_table(paired_table(res["paired_bootstrap"]))
     if json_path:
-        _write_json(json_path, res)
+        write_json(json_path, res)
 
 
 def _protocols(runs: list[Path], mapping: list[str] | None, dataset: str | None, human_margin: float | None,
@@ -323,7 +323,7 @@ def _protocols(runs: list[Path], mapping: list[str] | None, dataset: str | None,
                           "run both on the same outputs of a dataset with human ratings")
     print_table(protocol_table(rows))
     if json_path:
-        _write_json(json_path, {"protocols": rows, "pointwise": str(pointwise), "pairwise": str(pairwise[0])})
+        write_json(json_path, {"protocols": rows, "pointwise": str(pointwise), "pairwise": str(pairwise[0])})
     return True
 
 

@@ -30,7 +30,8 @@ def _managed(spec: str, pairs: list[str] | None, cache: Path | None) -> tuple[An
     from assay.run.store import RunStore
 
     store = RunStore(cache) if cache is not None else None
-    return ManagedJudge(load_judge(spec, **judge_options(pairs)), cache=store), store
+    calls = store.calls if store is not None else None
+    return ManagedJudge(load_judge(spec, **judge_options(pairs)), cache=calls), store
 
 
 async def _close(judge: Any, store: Any) -> None:
@@ -222,9 +223,10 @@ def transfer(
     from rich.table import Table
 
     from assay.cli.main import console, out
-    from assay.methods.gereval.transfer import load_runs, transfer_tables
+    from assay.meta.inputs import load_transfer_runs
+    from assay.meta.transfer import transfer_tables
 
-    loaded = load_runs(runs)
+    loaded = load_transfer_runs(runs)
     for msg in loaded.notes:
         console.print(f"[yellow]note:[/] {escape(msg)}")
     tables = transfer_tables(loaded)

@@ -16,9 +16,9 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
-from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, model_validator
 
+from assay.common.files import load_model
 from assay.datasets.loaders import READERS
 from assay.errors import ConfigError, InputError, did_you_mean
 from assay.types import Dimension, Scale
@@ -174,19 +174,8 @@ def parse_card(path: Path) -> DatasetInfo:
     """
     if not path.is_file():
         raise InputError("file not found", file=str(path))
-    try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        raise InputError(f"invalid YAML: {exc}", file=str(path),
-                         record=f"line {mark.line + 1}" if mark else None) from exc
-    if not isinstance(raw, dict):
-        raise InputError("a dataset card is a mapping (name, file, dimensions, ...)", file=str(path))
-    try:
-        info = DatasetInfo.model_validate(raw)
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        raise InputError(err["msg"], file=str(path), field=".".join(str(p) for p in err["loc"])) from exc
+    info = load_model(path, DatasetInfo, what="dataset card",
+                      mapping="a dataset card is a mapping (name, file, dimensions, ...)")
     problems = card_problems(info)
     if problems:
         raise InputError(problems[0][1], file=str(path), field=problems[0][0])

@@ -17,22 +17,21 @@ from typing import Any
 
 from assay._version import __version__
 from assay.datasets import load_dataset
-from assay.datasets.readers import read_records
-from assay.errors import ConfigError
-from assay.importer.match import (
+from assay.datasets.matching import (
     Ambiguous,
     Duplicates,
     apply_policy,
     describe_unmatched,
-    imported_identity,
-    make_judgment,
     match_records,
     parse_match,
 )
+from assay.datasets.readers import read_records
+from assay.errors import ConfigError
 from assay.importer.readers import make_reader
+from assay.judges.base import JudgeIdentity
 from assay.run.session import fingerprint as run_fingerprint
 from assay.run.store import RunStore, check_run_dir, fingerprint_diff
-from assay.types import Judgment
+from assay.types import Dimension, Judgment, Sample
 
 
 @dataclass(frozen=True)
@@ -192,3 +191,18 @@ def _manifest(old: dict[str, Any] | None, fingerprint: dict[str, Any], reader: A
     manifest["artifacts"] = {**old.get("artifacts", {}), reader.dimension.name: reader.artifacts()}
     manifest["imported"] = {**old.get("imported", {}), reader.dimension.name: entry}
     return manifest
+
+
+def imported_identity(name: str) -> JudgeIdentity:
+    """The judge identity of imported answers: ``backend:model`` as given, or ``imported:NAME`` for a bare name."""
+    backend, colon, model = name.partition(":")
+    if not colon or not backend or not model:
+        backend, model = "imported", name
+    return JudgeIdentity(backend=backend, model=model, settings={"imported": True})
+
+
+def make_judgment(sample: Sample, dimension: Dimension, method: str, judge: str, score: float | None,
+                  trace: dict[str, Any], error: str | None, origin: dict[str, Any]) -> Judgment:
+    """A judgment of an imported answer: no usage (no call was made), and where the answer came from."""
+    return Judgment(sample_id=sample.id, dimension=dimension.name, method=method, judge=judge, score=score,
+                    trace={**trace, "imported": origin}, usage={}, error=error)

@@ -4,8 +4,9 @@ In batch mode every unit of a run is started at once. Each judge call parks on a
 when every live unit is parked (or, as a backstop, when no call was added for ``idle_s``), the parked requests are
 written as one JSONL file (``{"custom_id", "method", "url", "body"}`` per line), uploaded to ``/v1/files``
 (purpose ``batch``) and submitted to ``/v1/batches``. A watcher polls each batch, downloads its output and error
-files, fills the call cache (:meth:`RunStore.put_call`) and resolves the futures: the units then go on to their
-next stage, which parks again and makes the next batch. A multi-stage method thus runs stage by stage.
+files, fills the call cache (:meth:`assay.run.cache.CallCache.put_call`) and resolves the futures: the units
+then go on to their next stage, which parks again and makes the next batch. A multi-stage method thus runs
+stage by stage.
 
 Every batch is recorded in the run store before it is created (its input file and the call keys it carries) and
 again once created (its id), so that a killed process resumes by polling the same batches: a request whose key is
@@ -20,21 +21,42 @@ import asyncio
 import json
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from assay.errors import ConfigError, FatalJudgeError, JudgeError, TransientJudgeError
 from assay.judges.base import Judge, Request, Response
-from assay.judges.middleware import PriceTable, call_key
-from assay.judges.openai import OpenAIJudge, _to_response
+from assay.judges.middleware import CallCache, PriceTable, call_key
+from assay.judges.openai import OpenAIJudge, to_response
 
-if TYPE_CHECKING:
-    from assay.run.store import RunStore
+
+class BatchLedger(Protocol):
+    """Where a run's batches are recorded (:class:`assay.run.batches.BatchRecords`, ``store.batches``)."""
+
+    def add(self, input_file: str, calls: Iterable[tuple[str, Request]]) -> None: ...
+
+    def update(self, input_file: str, *, status: str, batch_id: str | None = None,
+               detail: dict[str, Any] | None = None) -> None: ...
+
+    def listed(self, *, live: bool = False) -> list[dict[str, Any]]: ...
+
+    def calls(self, input_file: str) -> list[tuple[str, Request]]: ...
+
+
+class BatchStore(Protocol):
+    """What a batch judge needs of the run store (:class:`assay.run.store.RunStore`): its batch records and its
+    call cache. A protocol, so that the judges never import the run package that runs them."""
+
+    @property
+    def batches(self) -> BatchLedger: ...
+
+    @property
+    def calls(self) -> CallCache: ...
 
 #: The endpoint every line of a batch file asks for.
 ENDPOINT = "/v1/chat/completions"
@@ -170,7 +192,7 @@ def _line_result(line: dict[str, Any], latency_s: float) -> Response | LineFailu
         message = error.get("message") or (detail.get("message") if isinstance(detail, dict) else None)
         return LineFailure(status, error.get("code"), str(message or f"HTTP {status}"))
     try:
-        return _to_response(body, latency_s)
+        return to_response(body, latency_s)
     except TransientJudgeError as exc:
         return LineFailure(None, "malformed", str(exc))
 
@@ -215,7 +237,7 @@ class BatchJudge(Judge):
 
     prices_own_calls = True
 
-    def __init__(self, live: Judge, store: RunStore, options: BatchOptions | None = None, *,
+    def __init__(self, live: Judge, store: BatchStore, options: BatchOptions | None = None, *,
                  prices: PriceTable | None = None, note: Callable[[str, str], None] | None = None,
                  live_concurrency: int | None = None, on_state: Callable[[str], None] | None = None) -> None:
         check_batch_judge(live)
@@ -326,8 +348,8 @@ class BatchJudge(Judge):
         self._wake = asyncio.Event()
         self._live_slots = asyncio.Semaphore(self._live_concurrency)
         self._spawn(self._gather())
-        for batch in self.store.batches(live=True):
-            keys = self.store.batch_calls(batch["input_file"])
+        for batch in self.store.batches.listed(live=True):
+            keys = self.store.batches.calls(batch["input_file"])
             loop = asyncio.get_running_loop()
             for key, request in keys:
                 self._entries.setdefault(key, _Entry(key, request, loop.create_future(), asked=False))
@@ -384,10 +406,10 @@ class BatchJudge(Judge):
         client = self.live.client
         upload = await self._api("upload the batch file", lambda: client.files.create(
             file=("assay-batch.jsonl", data, "application/jsonl"), purpose="batch"))
-        self.store.add_batch(upload.id, [(e.key, e.request) for e in entries])  # before the batch exists
+        self.store.batches.add(upload.id, [(e.key, e.request) for e in entries])  # before the batch exists
         batch = await self._api("create the batch", lambda: client.batches.create(
             input_file_id=upload.id, endpoint=ENDPOINT, completion_window=self.options.window))
-        self.store.set_batch(upload.id, status=batch.status, batch_id=batch.id)
+        self.store.batches.update(upload.id, status=batch.status, batch_id=batch.id)
         self.created.append(batch.id)
         self._spawn(self._watch(upload.id, batch.id, [(e.key, e.request) for e in entries], time.time()))
 
@@ -402,7 +424,7 @@ class BatchJudge(Judge):
                         input_file_id=input_file, endpoint=ENDPOINT, completion_window=self.options.window))
                     self.created.append(found.id)
                 batch_id = found.id
-                self.store.set_batch(input_file, status=found.status, batch_id=batch_id)
+                self.store.batches.update(input_file, status=found.status, batch_id=batch_id)
             self.resumed.append(batch_id)
             await self._watch(input_file, batch_id, keys, batch["created"])
         except Exception as exc:
@@ -425,7 +447,7 @@ class BatchJudge(Judge):
                 batch = await self._api("poll the batch", lambda: client.batches.retrieve(batch_id))
                 if batch.status != status:
                     status = batch.status
-                    self.store.set_batch(input_file, status=status)
+                    self.store.batches.update(input_file, status=status)
                     self._on_state(f"batch {batch_id} ({len(keys)} requests): {status}")
                 if status in TERMINAL:
                     break
@@ -449,7 +471,7 @@ class BatchJudge(Judge):
             entry = self._entries.get(key)
             if isinstance(got, Response):
                 got.cost_usd = self._cost(got, batch=True)
-                self.store.put_call(key, self.identity, request, got)  # first: a kill now loses nothing
+                self.store.calls.put_call(key, self.identity, request, got)  # first: a kill now loses nothing
                 tally.answered += 1
                 self._resolve(entry, got)
             elif got is not None and not got.expired:
@@ -465,7 +487,7 @@ class BatchJudge(Judge):
                 self._pending.append(key)
             else:
                 self._entries.pop(key, None)
-        self.store.set_batch(input_file, status="done", detail={
+        self.store.batches.update(input_file, status="done", detail={
             "provider_status": batch.status, "answered": tally.answered, "failed": tally.failed,
             "resubmitted": tally.resubmitted})
         self._record(batch, tally)

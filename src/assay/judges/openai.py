@@ -278,7 +278,7 @@ class OpenAIJudge(Judge):
         else:
             self._session_now()
             raw = await self._post_direct(json.dumps(self.payload(request)).encode())
-        return _to_response(raw, time.perf_counter() - start, self._where)
+        return to_response(raw, time.perf_counter() - start, self._where)
 
     async def _post_direct(self, body: bytes) -> Any:
         """POST a serialised body over the judge's aiohttp session; the answer's JSON, or a classified error."""
@@ -526,7 +526,7 @@ def connection_reason(exc: BaseException) -> str:
     return f"connection failed ({detail})" if detail else "connection failed"
 
 
-def _to_response(raw: Any, latency: float, where: str = "the endpoint") -> Response:
+def to_response(raw: Any, latency: float, where: str = "the endpoint") -> Response:
     """A chat.completion JSON object as a Response; anything else is a malformed answer from ``where``."""
     if not isinstance(raw, dict) or not raw.get("choices"):
         raise TransientJudgeError(f"malformed response from {where}: no choices in {str(raw)[:200]!r}")

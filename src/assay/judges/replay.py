@@ -37,7 +37,7 @@ class ReplayJudge(Judge):
         )
 
     async def generate(self, request: Request) -> Response:
-        hit = self._store.get_call(call_key(self.recorded, request))
+        hit = self._store.calls.get_call(call_key(self.recorded, request))
         if hit is None:
             raise ReplayMissError(
                 f"replay: the recorded run never made this call (temperature={request.temperature}, "
@@ -49,7 +49,7 @@ class ReplayJudge(Judge):
         asked = _text(request)
         best: Request | None = None
         shared = -1
-        for recorded in self._store.call_requests():
+        for recorded in self._store.calls.requests():
             n = shared_prefix(asked, _text(recorded))
             if n > shared:
                 best, shared = recorded, n

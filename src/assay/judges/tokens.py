@@ -7,7 +7,6 @@ import math
 from collections.abc import Callable, Hashable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from assay.judges.base import Request
@@ -44,20 +43,6 @@ def approximate(reason: str) -> TokenCounter:
 
     return TokenCounter(f"approximate chars/{CHARS_PER_TOKEN} ({reason})", False,
                         lambda r: sum(text(m.content) for m in r.messages), text)
-
-
-def gguf_counter(path: Path) -> TokenCounter:
-    """The GGUF's own vocabulary and chat template (loaded ``vocab_only``: no weights), counted as the
-    embedded judge reports prompt tokens (the prompt once per request, however many completions it asks for)."""
-    import llama_cpp
-
-    from assay.judges.llamacpp import chat_formatter, chat_tokens
-
-    llm = llama_cpp.Llama(model_path=str(path), vocab_only=True, verbose=False)
-    formatter = chat_formatter(llm, path)
-    return TokenCounter(f"gguf {path.name} (its own tokenizer and chat template)", True,
-                        lambda r: len(chat_tokens(llm, formatter, r)),
-                        lambda s: len(llm.tokenize(s.encode("utf-8"), add_bos=False, special=False)))
 
 
 @contextmanager

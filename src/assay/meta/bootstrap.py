@@ -10,7 +10,7 @@ result so an interval can be reproduced exactly.
 from __future__ import annotations
 
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -19,7 +19,8 @@ import pandas as pd
 from assay.meta.correlation import MIN_PAIRS, KendallVariant, Measure, correlate, per_document
 from assay.meta.table import normalise_level
 
-__all__ = ["bootstrap_intervals", "paired_bootstrap", "resample_indices", "unit_key"]
+__all__ = ["bootstrap_ci", "bootstrap_intervals", "paired_bootstrap", "percentile_interval", "resample_indices",
+           "unit_key"]
 
 
 def unit_key(level: str) -> str:
@@ -30,6 +31,53 @@ def unit_key(level: str) -> str:
 def resample_indices(n_units: int, n_boot: int, seed: int) -> np.ndarray:
     """``[n_boot, n_units]`` indices drawn with replacement from a seeded generator."""
     return np.random.default_rng(seed).integers(0, n_units, size=(n_boot, n_units))
+
+
+def percentile_interval(values: np.ndarray, level: float) -> tuple[float, float] | None:
+    """The percentile interval of bootstrap values covering ``level`` (NaN values dropped); None when none is left."""
+    ok = values[~np.isnan(values)]
+    if len(ok) == 0:
+        return None
+    tail = (1 - level) / 2 * 100
+    lo, hi = np.percentile(ok, [tail, 100 - tail])
+    return float(lo), float(hi)
+
+
+def bootstrap_ci(stat: Callable[[np.ndarray], np.ndarray], n: int, *, n_boot: int = 1000, seed: int = 0,
+                 level: float = 0.95, groups: Sequence[Any] | None = None) -> tuple[float, float]:
+    """Percentile bootstrap interval of any statistic over ``n`` items resampled with replacement.
+
+    The one bootstrap of assay: meta-evaluation's intervals (:func:`bootstrap_intervals`) and the probe's
+    (:mod:`assay.probe.stats`) draw their resamples with :func:`resample_indices` and read them with
+    :func:`percentile_interval`, so that one seed gives one set of resamples everywhere.
+
+    Args:
+        stat: Maps an index matrix ``[rows, n_items]`` to one value per row (NaN rows are dropped).
+        n: Number of items.
+        n_boot: Resamples.
+        seed: Generator seed (recorded with every interval, so it is reproducible).
+        level: Coverage of the interval.
+        groups: The group of each item (its source document): whole groups are resampled, as the outputs of
+            one document are not independent (the resampling unit of sample-level meta-evaluation).
+
+    Returns:
+        (low, high), or (NaN, NaN) when fewer than half the resamples give a value.
+    """
+    if n < 2 or n_boot < 1:
+        return float("nan"), float("nan")
+    if groups is None or len(set(groups)) == n:
+        values = np.asarray(stat(resample_indices(n, n_boot, seed)), float)
+    else:
+        members: dict[Any, list[int]] = {}
+        for i, g in enumerate(groups):
+            members.setdefault(g, []).append(i)
+        blocks = [np.array(m) for m in members.values()]
+        draws = resample_indices(len(blocks), n_boot, seed)
+        values = np.array([stat(np.concatenate([blocks[b] for b in row])[None, :])[0] for row in draws], float)
+    interval = percentile_interval(values, level)
+    if interval is None or np.count_nonzero(~np.isnan(values)) < n_boot / 2:
+        return float("nan"), float("nan")
+    return interval
 
 
 def _nanmean(a: np.ndarray, axis: int) -> np.ndarray:
@@ -98,12 +146,8 @@ def _units(frames: Mapping[str, pd.DataFrame], level: str) -> list[str]:
 
 
 def _interval(values: np.ndarray, ci: float) -> list[float] | None:
-    ok = values[~np.isnan(values)]
-    if len(ok) == 0:
-        return None
-    tail = (1 - ci) / 2 * 100
-    lo, hi = np.percentile(ok, [tail, 100 - tail])
-    return [float(lo), float(hi)]
+    interval = percentile_interval(values, ci)
+    return None if interval is None else list(interval)
 
 
 def bootstrap_intervals(frames: Mapping[str, pd.DataFrame], level: str, measures: Sequence[Measure], *,

@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from assay.common.files import read_yaml
 from assay.errors import ConfigError
 from assay.meta.agreement import agreement_row, ratings_matrix
 from assay.meta.bootstrap import paired_bootstrap
@@ -30,9 +31,7 @@ __all__ = ["compare", "fleiss_rule_for", "load_groups", "rater_labels"]
 
 def load_groups(path: str | Path) -> dict[str, list[str]]:
     """Named judge groups from a JSON or YAML file: ``{group: [judge or run name, ...]}``."""
-    import yaml
-
-    data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+    data, _ = read_yaml(path, what="groups file")
     if not isinstance(data, dict) or not all(isinstance(v, list) for v in data.values()):
         raise ConfigError(f"{path}: groups must map a group name to a list of judge or run names")
     return {str(k): [str(x) for x in v] for k, v in data.items()}

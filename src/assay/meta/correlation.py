@@ -10,7 +10,8 @@
 An item enters a correlation only when it has both a predicted score and a human rating; items
 without a predicted score are reported by :mod:`assay.meta.coverage`, never imputed. A correlation
 needs at least three such pairs (:data:`MIN_PAIRS`): two points always correlate at +1 or -1, which
-says nothing and would pull a mean over documents toward the extremes.
+says nothing and would pull a mean over documents toward the extremes. The probe's checks use the same floor
+(one more pair for a partial correlation), so that a correlation is "computed" by one rule everywhere.
 """
 
 from __future__ import annotations

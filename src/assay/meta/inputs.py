@@ -19,8 +19,9 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from assay.datasets.readers import Record, read_records
-from assay.errors import InputError
+from assay.errors import ConfigError, InputError
 from assay.meta.table import ScoreTable, make_frame
+from assay.meta.transfer import LoadedRuns, collect_runs
 
 __all__ = ["FieldMap", "load_scores", "parse_mapping", "read_run", "table_from_records"]
 
@@ -136,6 +137,24 @@ def read_run(run_dir: str | Path) -> ScoreTable:
         if "low" in sc:
             table.scales[d["name"]] = (float(sc["low"]), float(sc["high"]), bool(sc.get("integer", True)))
     return table
+
+
+def load_transfer_runs(paths: list[Path] | list[str]) -> LoadedRuns:
+    """The scores of run directories that applied a rubric, for :func:`assay.meta.transfer.transfer_tables`.
+
+    Raises:
+        ConfigError: Fewer than two runs, or no criterion judged by all of them.
+    """
+    from assay.run.store import RunStore
+
+    if len(paths) < 2:
+        raise ConfigError("rubric transfer needs at least two run directories")
+    runs = []
+    for path in map(Path, paths):
+        with RunStore(path, readonly=True) as store:
+            runs.append((path, store.manifest() or {},
+                         {(j.sample_id, j.dimension): j.score for j in store.iter_judgments()}))
+    return collect_runs(runs)
 
 
 def _undone_rows(rows: list[dict[str, Any]], samples: list[dict[str, Any]],

@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from assay.meta.bootstrap import bootstrap_ci
 from assay.probe import stats
 from assay.probe.stats import clean
 
@@ -110,10 +111,10 @@ def _length_row(dim: str, units: list[Unit], n_boot: int, seed: int) -> dict[str
                       "note": f"not computed: {len(scored)} scored outputs (< {stats.MIN_PAIRS})"}
     row["rho_length"] = clean(stats.spearman(score, length))
     groups, row["resampled"] = doc_groups(scored)
-    row["rho_length_ci"] = [clean(v) for v in stats.bootstrap_ci(stats.spearman_boot(score, length), len(score),
+    row["rho_length_ci"] = [clean(v) for v in bootstrap_ci(stats.spearman_boot(score, length), len(score),
                                                                   n_boot=n_boot, seed=seed, groups=groups)]
     rated = [u for u in scored if u.human is not None]
-    if len(rated) < stats.MIN_PAIRS:
+    if len(rated) < stats.MIN_PARTIAL_PAIRS:
         return row | {"estimate": None, "ci": None, "flagged": None,
                       "note": "partial correlation not computed: no human ratings for this dimension"}
     s, ln, h = (np.array(v, float) for v in zip(*[(u.score, u.length, u.human) for u in rated], strict=True))
@@ -123,7 +124,7 @@ def _length_row(dim: str, units: list[Unit], n_boot: int, seed: int) -> dict[str
                       "note": "partial correlation undefined (a constant variable, or the score follows the human "
                               "rating exactly)"}
     groups, row["resampled"] = doc_groups(rated)
-    low, high = stats.bootstrap_ci(stats.partial_boot(s, ln, h), len(s), n_boot=n_boot, seed=seed, groups=groups)
+    low, high = bootstrap_ci(stats.partial_boot(s, ln, h), len(s), n_boot=n_boot, seed=seed, groups=groups)
     flagged, note = flag_or_none(bool(partial >= LENGTH_FLAG_R and low > 0), len(rated))
     return row | {"n": len(rated), "estimate": clean(partial), "ci": [clean(low), clean(high)],
                   "estimate_pingouin": clean(stats.pingouin_partial(s, ln, h)),
@@ -188,7 +189,7 @@ def preference_gap(units: list[Unit], *, human_written: tuple[str, ...] = HUMAN_
                                "note": "undefined: only one group, or constant scores"})
             continue
         groups, row["resampled"] = doc_groups(us)
-        low, high = stats.bootstrap_ci(stats.preference_boot(s, h, hw), len(s), n_boot=n_boot, seed=seed,
+        low, high = bootstrap_ci(stats.preference_boot(s, h, hw), len(s), n_boot=n_boot, seed=seed,
                                        groups=groups)
         flagged, note = flag_or_none(bool(low > 0 or high < 0), len(us)) if not np.isnan(low) else (None, None)
         rows.append(row | {"estimate": clean(gap), "ci": [clean(low), clean(high)],

@@ -18,6 +18,7 @@ import numpy as np
 from assay.errors import JudgeError
 from assay.judges.ask import attributed
 from assay.meta.agreement import krippendorff_alpha
+from assay.meta.bootstrap import bootstrap_ci
 from assay.methods import Method, RunContext, get_method
 from assay.probe import stats
 from assay.probe.injections import Injection, inject
@@ -98,7 +99,7 @@ async def self_consistency(r: Reasker, *, stochastic: bool, method_name: str, re
         cols = np.array([d.name == dim for _, d, _ in r.units])
         sub = runs[:, cols]
         alpha = krippendorff_alpha(sub, "interval")
-        low, high = stats.bootstrap_ci(stats.alpha_boot(sub), sub.shape[1], n_boot=min(n_boot, 200), seed=seed)
+        low, high = bootstrap_ci(stats.alpha_boot(sub), sub.shape[1], n_boot=min(n_boot, 200), seed=seed)
         rows.append({"dimension": dim, "n": int(cols.sum()), "runs": len(runs), "label": "Krippendorff alpha",
                      "estimate": clean(alpha), "ci": [clean(low), clean(high)], "flagged": None,
                      "exact_agreement": clean(stats.exact_agreement(sub)), "mean_std": clean(stats.mean_run_std(sub))})
@@ -159,13 +160,13 @@ def _shift_result(check: str, method: str, r: Reasker, stored: np.ndarray, new: 
             rows.append(row | {"estimate": None, "ci": None, "flagged": None,
                                "note": f"{len(diff)} unit(s) scored both times"})
             continue
-        low, high = stats.bootstrap_ci(stats.mean_boot(diff), len(diff), n_boot=n_boot, seed=seed)
+        low, high = bootstrap_ci(stats.mean_boot(diff), len(diff), n_boot=n_boot, seed=seed)
         span = (spans or {}).get(dim, 1.0)
         row |= {"estimate": clean(diff.mean()), "ci": [clean(low), clean(high)],
                 "mean_abs_change": clean(np.abs(diff).mean()), "share_changed": clean(np.mean(np.abs(diff) > 1e-9)),
                 "shift_of_range": clean(diff.mean() / span) if span else None}
         if span_key == "order":
-            a_low, _ = stats.bootstrap_ci(stats.mean_boot(np.abs(diff)), len(diff), n_boot=n_boot, seed=seed)
+            a_low, _ = bootstrap_ci(stats.mean_boot(np.abs(diff)), len(diff), n_boot=n_boot, seed=seed)
             row["flagged"] = bool(a_low > 0.05 * span) if not np.isnan(a_low) else None
         else:
             row["flagged"] = bool(low > 0 or high < 0) if not np.isnan(low) else None

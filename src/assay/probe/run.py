@@ -231,7 +231,7 @@ async def _reask(run_dir: Path, manifest: dict[str, Any], dims: list[Dimension],
     try:
         with RunStore(run_dir) as store:
             await detect_capabilities(bare, store, None)  # the run's recorded answer: no call
-            managed = ManagedJudge(bare, cache=store, retry=RetryPolicy())
+            managed = ManagedJudge(bare, cache=store.calls, retry=RetryPolicy())
             ctx = RunContext(dataset=data, dimensions=dims, judge=managed,
                              note=lambda kind, msg: notes.setdefault(f"{kind}: {msg}", 0))
             reasker = Reasker(ctx, _method_factory(manifest, ctx), _choose(judgments, texts, dims, budget, seed))

@@ -13,11 +13,14 @@ from typing import Any
 
 import numpy as np
 
+from assay.meta.correlation import MIN_PAIRS
+
 #: The stated tokenizer of the length check: runs of word characters, and each other non-space character.
 TOKEN_PATTERN = re.compile(r"\w+|[^\w\s]")
 TOKENIZER = r"regex \w+|[^\w\s] (words and punctuation marks)"
-#: Fewest pairs for a correlation; below it the statistic is reported as not computed.
-MIN_PAIRS = 5
+#: A partial correlation holds one variable fixed, which costs a degree of freedom, and its reference
+#: (``pingouin.partial_corr``, Fisher z with standard error 1/sqrt(n - 3 - 1)) is undefined below 5 pairs.
+MIN_PARTIAL_PAIRS = MIN_PAIRS + 2
 
 
 def token_count(text: str) -> int:
@@ -63,11 +66,11 @@ def partial_spearman(x: Sequence[float] | np.ndarray, y: Sequence[float] | np.nd
     with ``method="spearman"``): the Pearson partial correlation of the ranks.
 
     Returns:
-        NaN with fewer than :data:`MIN_PAIRS` pairs, or when a variable is constant or x or y is fully
+        NaN with fewer than :data:`MIN_PARTIAL_PAIRS` pairs, or when a variable is constant or x or y is fully
         determined by z (nothing is left to correlate).
     """
     xa, ya, za = (np.asarray(v, float) for v in (x, y, z))
-    if len(xa) < MIN_PAIRS:
+    if len(xa) < MIN_PARTIAL_PAIRS:
         return float("nan")
     rx, ry, rz = _ranks(xa), _ranks(ya), _ranks(za)
     return float(_partial_from_r(_pearson_rows(rx, ry), _pearson_rows(rx, rz), _pearson_rows(ry, rz)))
@@ -82,49 +85,14 @@ def pingouin_partial(x: Sequence[float], y: Sequence[float], z: Sequence[float])
     return float(pingouin.partial_corr(data=frame, x="x", y="y", covar="z", method="spearman")["r"].iloc[0])
 
 
-def bootstrap_ci(stat: Callable[[np.ndarray], np.ndarray], n: int, *, n_boot: int = 1000, seed: int = 0,
-                 level: float = 0.95, groups: Sequence[Any] | None = None) -> tuple[float, float]:
-    """Percentile bootstrap interval of a statistic over ``n`` items resampled with replacement.
-
-    Args:
-        stat: Maps an index matrix ``[rows, n_items]`` to one value per row (NaN rows are dropped).
-        n: Number of items.
-        n_boot: Resamples.
-        seed: Generator seed (recorded with every interval, so it is reproducible).
-        level: Coverage of the interval.
-        groups: The group of each item (its source document): whole groups are resampled, as the outputs of
-            one document are not independent (the resampling unit of sample-level meta-evaluation).
-
-    Returns:
-        (low, high), or (NaN, NaN) when fewer than half the resamples give a value.
-    """
-    if n < 2 or n_boot < 1:
-        return float("nan"), float("nan")
-    rng = np.random.default_rng(seed)
-    if groups is None or len(set(groups)) == n:
-        values = np.asarray(stat(rng.integers(0, n, size=(n_boot, n))), float)
-    else:
-        members: dict[Any, list[int]] = {}
-        for i, g in enumerate(groups):
-            members.setdefault(g, []).append(i)
-        blocks = [np.array(m) for m in members.values()]
-        draws = rng.integers(0, len(blocks), size=(n_boot, len(blocks)))
-        values = np.array([stat(np.concatenate([blocks[b] for b in row])[None, :])[0] for row in draws], float)
-    values = values[~np.isnan(values)]
-    if len(values) < n_boot / 2:
-        return float("nan"), float("nan")
-    tail = (1 - level) / 2 * 100
-    low, high = np.percentile(values, [tail, 100 - tail])
-    return float(low), float(high)
-
-
 def spearman_boot(x: np.ndarray, y: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:
-    """The bootstrap statistic of Spearman's rho for :func:`bootstrap_ci` (ranks recomputed per resample)."""
+    """The bootstrap statistic of Spearman's rho for :func:`assay.meta.bootstrap.bootstrap_ci` (ranks recomputed
+    per resample)."""
     return lambda idx: _pearson_rows(_ranks(x[idx]), _ranks(y[idx]))
 
 
 def partial_boot(x: np.ndarray, y: np.ndarray, z: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:
-    """The bootstrap statistic of :func:`partial_spearman` for :func:`bootstrap_ci`."""
+    """The bootstrap statistic of :func:`partial_spearman` for :func:`assay.meta.bootstrap.bootstrap_ci`."""
     def stat(idx: np.ndarray) -> np.ndarray:
         rx, ry, rz = _ranks(x[idx]), _ranks(y[idx]), _ranks(z[idx])
         return _partial_from_r(_pearson_rows(rx, ry), _pearson_rows(rx, rz), _pearson_rows(ry, rz))
@@ -202,12 +170,12 @@ def preference_gap(score: np.ndarray, human: np.ndarray, human_written: np.ndarr
 
 
 def preference_boot(score: np.ndarray, human: np.ndarray, hw: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:
-    """The bootstrap statistic of :func:`preference_gap` for :func:`bootstrap_ci`."""
+    """The bootstrap statistic of :func:`preference_gap` for :func:`assay.meta.bootstrap.bootstrap_ci`."""
     return lambda idx: np.array([preference_gap(score[row], human[row], hw[row]) for row in idx])
 
 
 def mean_boot(values: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:
-    """The bootstrap statistic of a mean for :func:`bootstrap_ci`."""
+    """The bootstrap statistic of a mean for :func:`assay.meta.bootstrap.bootstrap_ci`."""
     return lambda idx: values[idx].mean(axis=1)
 
 

@@ -30,11 +30,11 @@ from assay.judges.tokens import (
     OPENAI_PER_MESSAGE,
     TokenCounter,
     approximate,
-    gguf_counter,
     judge_counter,
     tiktoken_counter,
 )
 from assay.methods import RunContext
+from assay.run.cache import CallCache
 from assay.run.executor import order_units
 from assay.run.session import RunPlan
 from assay.run.standin import answer as standin_answer
@@ -188,7 +188,7 @@ class CountingJudge(ManagedJudge):
     """
 
     def __init__(self, identity: JudgeIdentity, logprobs: bool, counter: TokenCounter,
-                 cache: RunStore | None, standin: Callable[[Request, str], str | None] = lambda r, s: None) -> None:
+                 cache: CallCache | None, standin: Callable[[Request, str], str | None] = lambda r, s: None) -> None:
         super().__init__(_NoCall(identity, logprobs), cache=cache)
         self.counter = counter
         self.standin = standin  # the method's own stand-in answers first (Method.standin)
@@ -274,7 +274,7 @@ async def judge_for_estimate(judge: str | Judge, options: dict[str, Any],
         return judge.identity, judge.supports_logprobs, judge_counter(judge), assumptions
     backend, model, _ = parse_spec(judge)
     if backend == "llamacpp":
-        from assay.judges.llamacpp import identity_of, resolve_model
+        from assay.judges.llamacpp import gguf_counter, identity_of, resolve_model
 
         identity = identity_of(model, int(options.get("n_ctx", 4096)))
         return identity, True, gguf_counter(resolve_model(model)), assumptions
@@ -329,7 +329,8 @@ async def estimate_run(plan: RunPlan, judge: str | Judge, *, judge_options: dict
             prices.check_covers(identity.model)
         if store is not None:
             store.check(plan.fingerprint(identity), before_prepare=True)
-        counting = CountingJudge(identity, logprobs, counter, store, standin=meth.standin)
+        counting = CountingJudge(identity, logprobs, counter, store.calls if store is not None else None,
+                                 standin=meth.standin)
         notes: list[tuple[str, str]] = []
         ctx = RunContext(dataset=dataset, dimensions=dims, judge=counting, note=lambda k, m: notes.append((k, m)),
                          artifacts=lambda name, text: content_hash(text))

@@ -151,7 +151,7 @@ async def prepare_async(
             from assay.run.store import RunStore
 
             store = RunStore(cache_dir)
-        managed = ManagedJudge(bare, cache=store, retry=retry)
+        managed = ManagedJudge(bare, cache=store.calls if store is not None else None, retry=retry)
         built = await preparing(build(managed), artifact, managed, status)
     finally:
         if owns_judge:

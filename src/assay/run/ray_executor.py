@@ -362,7 +362,7 @@ class CacheReader:
         self.store = RunStore(run_dir, readonly=True)
 
     def get(self, key: str) -> Response | None:
-        return self.store.get_call(key)
+        return self.store.calls.get_call(key)
 
 
 # -- the driver side ----------------------------------------------------------------------------------------------
@@ -457,7 +457,7 @@ class RayRun:
         kind = event[0]
         if kind == "call":
             _, key, request, response = event
-            self.store.put_call(key, self.ctx.judge.identity, request, response)
+            self.store.calls.put_call(key, self.ctx.judge.identity, request, response)
         elif kind == "usage":
             self.ctx.judge.ledger.record(event[1], event[2])
         elif kind == "counts":

@@ -219,10 +219,10 @@ class RunSession:
         if s.batch:  # every unit at once; calls wait for batches, not for a call slot
             self.batcher = _batcher(self.bare, self.store, s.batch, s.prices, s.concurrency, self.status)
             self._retry = (s.retry or RetryPolicy()).model_copy(update={"timeout_s": BATCH_WAIT_S})
-            self.managed = ManagedJudge(self.batcher, cache=self.store, concurrency=BATCH_CONCURRENCY,
+            self.managed = ManagedJudge(self.batcher, cache=self.store.calls, concurrency=BATCH_CONCURRENCY,
                                         retry=self._retry, prices=s.prices)
         else:
-            self.managed = ManagedJudge(self.bare, cache=self.store, concurrency=s.concurrency, retry=s.retry,
+            self.managed = ManagedJudge(self.bare, cache=self.store.calls, concurrency=s.concurrency, retry=s.retry,
                                         prices=s.prices)
 
     def check(self) -> None:
@@ -367,7 +367,7 @@ class RunSession:
 
 def _note_unfinished_batches(store: RunStore) -> None:
     """Say so when a live session resumes a run whose batches were never taken in: it pays for them again."""
-    unfinished = store.batches(live=True)
+    unfinished = store.batches.listed(live=True)
     if unfinished:
         ids = ", ".join(b["batch_id"] or b["input_file"] for b in unfinished)
         store.add_note("batch", f"{len(unfinished)} batch(es) of an earlier --batch session are unfinished ({ids}); "

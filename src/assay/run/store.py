@@ -1,4 +1,9 @@
-"""The run store: one SQLite database (WAL) per run directory holding manifest, judgments and call cache."""
+"""The run store: one SQLite database (WAL) per run directory holding manifest, judgments and call cache.
+
+The call cache (:class:`assay.run.cache.CallCache`, ``store.calls``) and the provider batches
+(:class:`assay.run.batches.BatchRecords`, ``store.batches``) are classes of their own over the same connection;
+the schema and its migrations stay here, in one place.
+"""
 
 from __future__ import annotations
 
@@ -13,7 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from assay.errors import AssayError, ConfigError, InputError
-from assay.judges.base import JudgeIdentity, Request, Response
+from assay.run.batches import BatchRecords
+from assay.run.cache import CallCache
 from assay.types import Judgment, Sample, Usage
 
 DB_NAME = "run.sqlite"
@@ -78,6 +84,7 @@ class RunStore:
             if not db.exists():
                 raise AssayError(f"{self.run_dir}: not a run directory (no {DB_NAME})")
             self._db = _connect(db, readonly=True)
+            self._parts()
             return
         check_run_dir(self.run_dir)
         self.run_dir.mkdir(parents=True, exist_ok=True)
@@ -90,6 +97,13 @@ class RunStore:
         except BaseException:
             self._lock.release()
             raise
+        self._parts()
+
+    def _parts(self) -> None:
+        """Hand out the parts kept in their own classes: the judge call cache (the managed judge's ``cache``)
+        and the provider batches, both over this connection."""
+        self.calls = CallCache(self._db)
+        self.batches = BatchRecords(self._db)
 
     def _migrate(self) -> None:
         version = self._db.execute("PRAGMA user_version").fetchone()[0]
@@ -276,9 +290,6 @@ class RunStore:
     def judgments(self) -> list[Judgment]:
         return list(self.iter_judgments())
 
-    def count_judgments(self) -> int:
-        return int(self._db.execute("SELECT COUNT(*) FROM judgments").fetchone()[0])
-
     def asked_units(self) -> list[tuple[str, str]]:
         """Every (sample, dimension) the run was asked to judge: its samples times its manifest's dimensions."""
         dims = [d["name"] for d in (self.manifest() or {}).get("dimensions") or []]
@@ -286,78 +297,18 @@ class RunStore:
 
     def unit_counts(self) -> dict[str, int]:
         """How far the run got: units ``asked``, stored per status, and ``undone`` (asked, never stored)."""
-        counts = self.status_counts()
+        counts = self._status_counts()
         asked = set(self.asked_units())
         stored = set(self._db.execute("SELECT sample_id, dimension FROM judgments"))
         return {"asked": len(asked), **counts, "undone": len(asked - stored)}
 
-    def status_counts(self) -> dict[str, int]:
+    def _status_counts(self) -> dict[str, int]:
         """Stored judgments per status (``scored``, ``parse_failed``, ``failed``), zeros included."""
         counts = dict.fromkeys(("scored", "parse_failed", "failed"), 0)
         for status, n in self._db.execute(
                 f"SELECT {self._status_column()} AS st, COUNT(*) FROM judgments GROUP BY st"):
             counts[status] = int(n)
         return counts
-
-    # -- call cache (the middleware's CallCache protocol) ------------------------------------
-
-    def get_call(self, key: str) -> Response | None:
-        row = self._db.execute("SELECT response FROM calls WHERE key=?", (key,)).fetchone()
-        return Response.model_validate_json(row[0]) if row else None
-
-    def put_call(self, key: str, identity: JudgeIdentity, request: Request, response: Response) -> None:
-        self._db.execute(
-            "INSERT OR IGNORE INTO calls VALUES (?, ?, ?, ?, ?)",
-            (key, identity.label, request.model_dump_json(), response.model_dump_json(), time.time()))
-
-    def call_requests(self) -> Iterator[Request]:
-        """The requests of the recorded calls (the replay judge's error search)."""
-        for (text,) in self._db.execute("SELECT request FROM calls ORDER BY rowid"):
-            yield Request.model_validate_json(text)
-
-    def call_keys(self) -> set[str]:
-        return {r[0] for r in self._db.execute("SELECT key FROM calls")}
-
-    def count_calls(self) -> int:
-        return int(self._db.execute("SELECT COUNT(*) FROM calls").fetchone()[0])
-
-    # -- provider batches (``--batch``) -------------------------------------------------------
-
-    def add_batch(self, input_file: str, calls: Iterable[tuple[str, Request]]) -> None:
-        """Record an uploaded input file and the calls it carries, before the batch is created from it."""
-        now = time.time()
-        self._db.execute("BEGIN")
-        try:
-            self._db.execute("INSERT INTO batches (input_file, batch_id, status, created, updated) "
-                             "VALUES (?, NULL, 'uploaded', ?, ?)", (input_file, now, now))
-            self._db.executemany("INSERT OR IGNORE INTO batch_calls VALUES (?, ?, ?)",
-                                 [(input_file, key, req.model_dump_json()) for key, req in calls])
-        except BaseException:
-            self._db.execute("ROLLBACK")
-            raise
-        self._db.execute("COMMIT")
-
-    def set_batch(self, input_file: str, *, status: str, batch_id: str | None = None,
-                  detail: dict[str, Any] | None = None) -> None:
-        """Update a batch's status (and its id once created, and what became of its requests)."""
-        self._db.execute(
-            "UPDATE batches SET status=?, batch_id=COALESCE(?, batch_id), updated=?, "
-            "detail=COALESCE(?, detail) WHERE input_file=?",
-            (status, batch_id, time.time(), None if detail is None else json.dumps(detail), input_file))
-
-    def batches(self, *, live: bool = False) -> list[dict[str, Any]]:
-        """The run's batches in order of creation (``live``: those whose results were not taken in yet)."""
-        where = " WHERE status != 'done'" if live else ""
-        rows = self._db.execute(
-            f"SELECT input_file, batch_id, status, created, updated, detail FROM batches{where} ORDER BY rowid")
-        return [{"input_file": f, "batch_id": b, "status": s, "created": c, "updated": u, "detail": json.loads(d)}
-                for f, b, s, c, u, d in rows]
-
-    def batch_calls(self, input_file: str) -> list[tuple[str, Request]]:
-        """The (call key, request) pairs a batch carries."""
-        rows = self._db.execute("SELECT key, request FROM batch_calls WHERE input_file=? ORDER BY rowid",
-                                (input_file,))
-        return [(k, Request.model_validate_json(r)) for k, r in rows]
 
     def score_rows(self) -> list[dict[str, Any]]:
         """One row per judgment with its sample's groups and human ratings (``human``: the sample's dict), without

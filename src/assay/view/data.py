@@ -71,7 +71,7 @@ def _read_run(run_dir: Path) -> dict[str, Any]:
                       "status": j.status, "trace": j.trace, "method": j.method, "judge": j.judge}
                      for j in store.iter_judgments()]
         prompts = {}
-        for req in store.call_requests():
+        for req in store.calls.requests():
             msgs = [{"role": m.role, "content": m.content} for m in req.messages]
             for m in req.messages:
                 prompts.setdefault(_hash(m.content), msgs)

@@ -13,9 +13,10 @@ from assay.errors import ConfigError
 from assay.judges.base import Request, TokenLogprobs, TopToken
 from assay.judges.scripted import ScriptedJudge, logprob_response
 from assay.methods.checkeval.aggregate import QuestionResult, aggregate
-from assay.methods.checkeval.checklist import load_checklist, parse_checklist
+from assay.methods.checkeval.checklist import parse_checklist
 from assay.methods.checkeval.parse import p_yes_at, parse_answers
 from assay.methods.checkeval.prompts import Asked, build_prompt, plan_groups
+from assay.methods.checkeval.shipped import load_checklist
 from assay.types import Sample
 from published import TESTS
 

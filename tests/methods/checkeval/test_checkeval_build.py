@@ -25,7 +25,8 @@ from assay.methods.checkeval.build import (
     read_filter_answer,
     seed_layout,
 )
-from assay.methods.checkeval.checklist import Question, dump_checklist, load_checklist, parse_checklist, stage_counts
+from assay.methods.checkeval.checklist import Question, dump_checklist, parse_checklist, stage_counts
+from assay.methods.checkeval.shipped import load_checklist
 
 INFO = assay.load_dataset("topical-chat").info
 

@@ -13,7 +13,8 @@ from typing import Any
 from typer.testing import CliRunner
 
 from assay.cli.main import app
-from assay.methods.checkeval.checklist import load_checklist, stage_counts
+from assay.methods.checkeval.checklist import stage_counts
+from assay.methods.checkeval.shipped import load_checklist
 from assay.run.store import RunStore
 from assay.testing import Behaviour, FakeOpenAIServer
 

@@ -21,9 +21,10 @@ from assay.methods.checkeval.build import (
     diversification_prompt,
     elaboration_prompt,
 )
-from assay.methods.checkeval.checklist import load_checklist, shipped_checklists, stage_counts
+from assay.methods.checkeval.checklist import stage_counts
 from assay.methods.checkeval.method import CheckEvalOptions
 from assay.methods.checkeval.paper import PAPER_POOLS, split_questions
+from assay.methods.checkeval.shipped import load_checklist, shipped_checklists
 from published import published_dir
 
 POOLS = resources.files("assay.methods.checkeval").joinpath("checklists/paper")

@@ -10,14 +10,12 @@ from assay.methods.checkeval.checklist import (
     Checklist,
     ChecklistError,
     checklist_hash,
-    default_checklist,
     dump_checklist,
-    load_checklist,
     normalise_question,
     parse_checklist,
-    shipped_checklists,
     stage_counts,
 )
+from assay.methods.checkeval.shipped import default_checklist, load_checklist, shipped_checklists
 
 SMALL = """\
 schema_version: 1

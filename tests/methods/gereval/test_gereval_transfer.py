@@ -15,8 +15,9 @@ from assay.cli.main import app
 from assay.errors import ConfigError
 from assay.judges.scripted import ScriptedJudge
 from assay.meta.agreement import fleiss_kappa, icc, krippendorff_alpha
+from assay.meta.inputs import load_transfer_runs as load_runs
+from assay.meta.transfer import criterion_matrix, pair_stats, transfer_tables
 from assay.methods.gereval.rubric import CategoricalScale, Criterion, Provenance, Rubric
-from assay.methods.gereval.transfer import criterion_matrix, load_runs, pair_stats, transfer_tables
 
 runner = CliRunner()
 

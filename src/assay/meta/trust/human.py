@@ -1,7 +1,7 @@
 """A user's human labels file read against a run: matched to its samples and checked before anything is computed.
 
 The file is JSON, JSONL, CSV or Parquet (:func:`assay.datasets.readers.read_records`); records find
-their samples as in ``assay import`` (``--id FIELD`` or ``--match FIELDS``, :mod:`assay.importer.match`).
+their samples as in ``assay import`` (``--id FIELD`` or ``--match FIELDS``, :mod:`assay.datasets.matching`).
 Ratings sit in one column per dimension (named as the dimension), or in one field for one dimension
 (``--dimension X --rating FIELD``). An empty cell means "not labelled on this dimension" (a labelling
 sheet of ``assay labels pick`` comes back partly filled); a record matching no sample, a sample named
@@ -15,9 +15,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from assay.datasets.matching import SHOWN, apply_policy, match_records, parse_match
 from assay.datasets.readers import read_records
 from assay.errors import InputError
-from assay.importer.match import SHOWN, apply_policy, match_records, parse_match
 from assay.meta.trust.assess import Labels
 from assay.types import Sample
 

@@ -131,7 +131,7 @@ def load_labels(source: str | Path | ScoreTable, *, human: str | Path | None = N
             return table, simulate_labels(table, labels, seed=seed, dimensions=dims), scales, dims
         except ValueError as exc:
             raise ConfigError(f"{table.name}: {exc}") from None
-    from assay.meta.trust.human import needs_texts, read_human  # assay.importer.match: loaded when a file is read
+    from assay.meta.trust.human import needs_texts, read_human  # assay.datasets.matching: loaded when a file is read
 
     samples = run_samples(table, dataset, texts=needs_texts(id_field, match))
     lab = read_human(human, samples, table.dimensions(), scales=table.scales,  # type: ignore[arg-type]

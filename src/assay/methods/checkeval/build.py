@@ -648,13 +648,8 @@ class ChecklistOptions(BuildSettings):
 
 def plan_checklist(dataset: Dataset, dimensions: list[str] | None, opts: ChecklistOptions) -> Build:
     """CheckEval's augmentation and filtering of the seed checklist; the text must load back before it is kept."""
-    from assay.methods.checkeval.checklist import (
-        checklist_hash,
-        default_checklist,
-        dump_checklist,
-        load_checklist,
-        parse_checklist,
-    )
+    from assay.methods.checkeval.checklist import checklist_hash, dump_checklist, parse_checklist
+    from assay.methods.checkeval.shipped import default_checklist, load_checklist
 
     seeds = load_checklist(opts.seeds or default_checklist(dataset.info))
     for d in dimensions or []:

@@ -25,8 +25,9 @@ class CheckEvalReader(AnswerReader):
 
     def __init__(self, dataset: Dataset, dimension: str, answers: str, *, checklist: str | None = None,
                  strict: bool = False) -> None:
-        from assay.methods.checkeval.checklist import checklist_hash, default_checklist, load_checklist
+        from assay.methods.checkeval.checklist import checklist_hash
         from assay.methods.checkeval.prompts import Asked
+        from assay.methods.checkeval.shipped import default_checklist, load_checklist
 
         super().__init__(dataset, dimension, answers, strict=strict)
         self.spec = checklist or default_checklist(dataset.info)

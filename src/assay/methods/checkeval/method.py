@@ -32,18 +32,11 @@ from assay.judges.base import Choice, Request, Response
 from assay.methods.base import ArtifactKind, Method, MethodOptions, RunContext, reasks_from_bool, shuffled
 from assay.methods.checkeval.aggregate import QuestionResult, aggregate
 from assay.methods.checkeval.build import ChecklistOptions, plan_checklist
-from assay.methods.checkeval.checklist import (
-    Checklist,
-    ChecklistDimension,
-    checklist_hash,
-    checklist_path,
-    default_checklist,
-    dump_checklist,
-    load_checklist,
-)
+from assay.methods.checkeval.checklist import Checklist, ChecklistDimension, checklist_hash, dump_checklist
 from assay.methods.checkeval.imported import CheckEvalReader
 from assay.methods.checkeval.parse import ParsedAnswers, p_yes_at, parse_answers
 from assay.methods.checkeval.prompts import Asked, build_prompt, plan_groups
+from assay.methods.checkeval.shipped import checklist_path, default_checklist, load_checklist
 from assay.methods.presets import apply_preset
 from assay.types import Dimension, Judgment, Sample
 

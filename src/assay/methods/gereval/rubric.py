@@ -33,12 +33,12 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
-    ValidationError,
     field_validator,
     model_serializer,
     model_validator,
 )
 
+from assay.common.files import load_model
 from assay.datasets.catalog import DatasetInfo, card_of
 from assay.errors import ConfigError, InputError, did_you_mean
 from assay.types import Dimension, Scale
@@ -277,13 +277,7 @@ def load_rubric(spec: str | Path) -> Rubric:
     path = Path(text)
     if not path.exists():
         raise InputError(f"rubric file not found (or use {HUMAN_PREFIX}<dataset>)", file=text)
-    try:
-        return Rubric.model_validate_json(path.read_text(encoding="utf-8"))
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(map(str, first["loc"])) or None
-        raise InputError(f"not a valid rubric: {first['msg']} ({exc.error_count()} error(s))",
-                         file=text, field=where) from exc
+    return load_model(path, Rubric, what="rubric", syntax="JSON", prefix="not a valid rubric: ")
 
 
 @dataclass(frozen=True)

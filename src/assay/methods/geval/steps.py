@@ -8,6 +8,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
+from assay.common.files import parse_yaml
 from assay.common.hashing import content_hash
 from assay.datasets import Dataset
 from assay.datasets.catalog import DatasetInfo
@@ -125,12 +126,10 @@ def load_steps_document(text: str, origin: str) -> tuple[str | None, dict[str, d
     """Read a steps file; returns its dataset name and entries (each with ``edited`` set).
 
     Raises:
+        InputError: Not valid YAML (with its line).
         ConfigError: Not a steps file, or an entry without steps text.
     """
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{origin}: not valid YAML: {exc}") from exc
+    data = parse_yaml(text, file=origin)
     if not isinstance(data, dict) or data.get("format") != STEPS_FORMAT or not isinstance(data.get("dimensions"), dict):
         raise ConfigError(f"{origin}: not a G-Eval steps file (expected format: {STEPS_FORMAT} and a "
                           "`dimensions` mapping); write one with `assay geval steps`")

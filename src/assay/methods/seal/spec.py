@@ -10,10 +10,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from assay.errors import ConfigError, did_you_mean
+from assay.common.files import read_yaml, validate
+from assay.errors import ConfigError, InputError, did_you_mean
 
 if TYPE_CHECKING:
     from assay.datasets.catalog import DatasetInfo
@@ -26,6 +26,11 @@ SHIPPED_SPEC = Path(__file__).resolve().parent / "spec.yaml"
 #: Unit types judged as several units (gated by the threshold n); the others are one unit per output.
 MULTI_UNIT: dict[str, Literal["sentence", "fact"]] = {
     "sentence": "sentence", "adjacent_pair": "sentence", "monadic_fact": "fact"}
+
+
+class SpecError(InputError, ConfigError):
+    """A SEAL spec file that cannot be read or does not validate: bad input (named file and field), and the
+    method's configuration, so that callers catching either see it."""
 
 
 class _Strict(BaseModel):
@@ -198,18 +203,8 @@ def load_spec(path: str | Path | None = None) -> tuple[Spec, str]:
         The spec and its text (hashed and stored as a run artifact).
 
     Raises:
-        ConfigError: Missing file, bad YAML, or a schema violation (with its location).
+        SpecError: Missing file, bad YAML, or a schema violation (with its location).
     """
     file = Path(path).expanduser() if path is not None else SHIPPED_SPEC
-    try:
-        text = file.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ConfigError(f"seal: cannot read spec {file}: {exc}") from exc
-    try:
-        raw = yaml.safe_load(text)
-        return Spec.model_validate(raw), text
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"seal: spec {file} is not valid YAML: {exc}") from exc
-    except ValidationError as exc:
-        msgs = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
-        raise ConfigError(f"seal: spec {file}: {msgs}") from exc
+    raw, text = read_yaml(file, what="SEAL spec", error=SpecError)
+    return validate(Spec, raw, file=str(file), error=SpecError), text

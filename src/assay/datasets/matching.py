@@ -1,13 +1,6 @@
-"""External judges' answers as assay judgments: field mapping, sample matching and each method's own reader (pure).
-
-``assay import`` (see :mod:`assay.importer.write` for the run directory, docs/import.md for the file shapes)
-turns answers a judge already wrote, outside assay, into a run. Nothing here calls a judge or touches a
-file: records are matched to the dataset's samples by fields the user names, and every answer goes
-through the reader and aggregation a live run of the method uses (:func:`assay.answers.parsing.parse_rating`,
-G-Eval's :func:`~assay.methods.geval.read_answer`, CheckEval's :func:`~assay.methods.checkeval.parse_answers`
-and :func:`~assay.methods.checkeval.aggregate`, GER-Eval's :func:`~assay.methods.gereval.validate_score`).
-Each reader is given the prompt assay itself would have sent for that sample, so that an answer echoing
-the judged texts or the instructions is a parse failure exactly as in a live run.
+"""Records matched to a dataset's samples by fields the user names (pure): the answers of ``assay import`` and the
+human labels of ``assay meta --human`` find their samples this way. Nothing here touches a file: a record is a dict,
+its place in the file is named by the caller (``where``) in every error.
 """
 
 from __future__ import annotations
@@ -17,8 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from assay.errors import ConfigError, InputError
-from assay.judges.base import JudgeIdentity
-from assay.types import Dimension, Judgment, Sample
+from assay.types import Sample
 
 SAMPLE_FIELDS = ("id", "doc_id", "system_id", "source", "output", "reference", "context")
 SHOWN = 5  # records named in a report of unmatched, ambiguous or duplicate records
@@ -181,21 +173,3 @@ def describe_unmatched(m: Matching, where: Any = lambda i: i) -> str | None:
         return None
     shown = ", ".join(str(where(i)) for i in m.unmatched[:SHOWN])
     return f"{len(m.unmatched)} record(s) matched no sample and were skipped (first: {shown})"
-
-
-# -- identity -------------------------------------------------------------------------------------
-
-
-def imported_identity(name: str) -> JudgeIdentity:
-    """The judge identity of imported answers: ``backend:model`` as given, or ``imported:NAME`` for a bare name."""
-    backend, colon, model = name.partition(":")
-    if not colon or not backend or not model:
-        backend, model = "imported", name
-    return JudgeIdentity(backend=backend, model=model, settings={"imported": True})
-
-
-def make_judgment(sample: Sample, dimension: Dimension, method: str, judge: str, score: float | None,
-                  trace: dict[str, Any], error: str | None, origin: dict[str, Any]) -> Judgment:
-    """A judgment of an imported answer: no usage (no call was made), and where the answer came from."""
-    return Judgment(sample_id=sample.id, dimension=dimension.name, method=method, judge=judge, score=score,
-                    trace={**trace, "imported": origin}, usage={}, error=error)

@@ -8,7 +8,8 @@ few-shot (cross-prompt consistency), or judges B, C, ... applying a rubric writt
   Spearman correlation over the units both scored (table 3);
 - with the runs as raters: ICC(2,1) and ICC(2,k), Krippendorff's alpha (interval) and Fleiss' kappa
   over the criterion's scale values (tables 6-8 and 13). The statistics are
-  :mod:`assay.meta.agreement`'s; this module only arranges the scores.
+  :mod:`assay.meta.agreement`'s; this module only arranges the scores. It reads no run: the runs'
+  manifests and scores come from :func:`assay.meta.inputs.load_transfer_runs`.
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ from typing import Any
 import numpy as np
 
 from assay.errors import ConfigError
+from assay.meta.agreement import fleiss_kappa, icc, krippendorff_alpha
+from assay.meta.correlation import correlate
 from assay.types import Scale
 
 Scores = dict[tuple[str, str], float | None]
@@ -49,30 +52,29 @@ class LoadedRuns:
         return [c for c in self.scales if c in shared]
 
 
-def load_runs(paths: list[Path] | list[str]) -> LoadedRuns:
-    """Read the judgments of run directories.
+def collect_runs(runs: list[tuple[Path, dict[str, Any], Scores]]) -> LoadedRuns:
+    """The runs' scores, labels and scales, with notes on what does not match.
+
+    Args:
+        runs: Per run: its directory, its manifest and its scores by (sample id, criterion).
 
     Raises:
-        ConfigError: Fewer than two runs, or no criterion judged by all of them.
+        ConfigError: No criterion judged by all of them.
     """
-    from assay.run.store import RunStore
-
-    if len(paths) < 2:
-        raise ConfigError("rubric transfer needs at least two run directories")
-    labels, tables, scales, notes, hashes = [], [], {}, [], set()
-    for path in map(Path, paths):
-        with RunStore(path, readonly=True) as store:
-            manifest = store.manifest() or {}
-            table = {(j.sample_id, j.dimension): j.score for j in store.iter_judgments()}
+    labels, tables, notes, hashes, methods = [], [], [], set(), set()
+    scales: dict[str, Scale] = {}
+    for path, manifest, table in runs:
         judge = manifest.get("judge", {})
         settings = manifest.get("method_settings", {})
         labels.append(f"{path.name} ({judge.get('backend')}:{judge.get('model')}, {settings.get('shots', 0)}-shot)")
-        if manifest.get("method") != "gereval":
-            notes.append(f"{path} was run with method {manifest.get('method')!r}, not gereval")
+        methods.add(manifest.get("method"))
         hashes.add((manifest.get("artifacts") or {}).get("rubric", {}).get("criteria_sha256"))
         for d in manifest.get("dimensions", []):
             scales.setdefault(d["name"], Scale.model_validate(d["scale"]))
         tables.append(table)
+    if len(methods) > 1:
+        notes.append(f"the runs were made with different methods ({', '.join(sorted(map(str, methods)))}): "
+                     "criteria are matched by name")
     if len(hashes) > 1:
         notes.append("the runs applied different rubrics: criteria are matched by name")
     loaded = LoadedRuns(labels, tables, scales, notes)
@@ -100,9 +102,8 @@ def _clean(x: float) -> float | None:
 
 
 def pair_stats(a: np.ndarray, b: np.ndarray) -> dict[str, Any]:
-    """Exact agreement, Pearson and Spearman (:func:`assay.meta.correlate`) over the items both runs scored."""
-    from assay.meta.correlation import correlate
-
+    """Exact agreement, Pearson and Spearman (:func:`assay.meta.correlation.correlate`) over the items both
+    runs scored."""
     both = ~np.isnan(a) & ~np.isnan(b)
     x, y = a[both], b[both]
     out: dict[str, Any] = {"n": int(both.sum()), "agreement": None, "pearson": None, "spearman": None}
@@ -120,8 +121,6 @@ def reliability(matrix: np.ndarray, scale: Scale) -> dict[str, Any]:
     Fleiss' kappa uses the scale's values as categories; a continuous scale is cut into five
     equal bins.
     """
-    from assay.meta.agreement import fleiss_kappa, icc, krippendorff_alpha
-
     complete = int((~np.isnan(matrix)).all(axis=0).sum())
     iccs = icc(matrix)
     if scale.integer:
