@@ -275,6 +275,8 @@ def parse_rating(text: str, scale: Scale, label: str | None = None, *, prompt: s
         strict: Refuse fractional ratings on an integer scale.
     """
     own = own_answer(text, prompt)
+    if own.forged:
+        return Parsed(None, own.forged, text)
     cands = rating_candidates(own.text, label)
     if not cands:
         return Parsed(None, "no rating found" + (f": {own.describe()}" if own.echoed else ""), text)
@@ -311,6 +313,8 @@ def parse_choice(text: str, options: Sequence[str], *, prompt: str | None = None
     "A" in prose is never read as a choice.
     """
     own = own_answer(text, prompt)
+    if own.forged:
+        return Parsed(None, own.forged, text)
     clean = _MARKUP.sub(lambda m: " " * len(m.group(0)), own.text)
     allowed = {o.strip().upper() for o in options}
     stated = re.compile(rf"(?i:\b(?:final\s+)?(?:answer|choice|option|verdict|grade)\s*(?:is|would\s+be)?\s*"
@@ -337,6 +341,8 @@ def extract_json(text: str, prompt: str | None = None) -> Parsed:
     so JSON lying in them is never taken.
     """
     own = own_answer(text, prompt)
+    if own.forged:
+        return Parsed(None, own.forged, text)
     body = own.text
     fenced = re.search(r"```(?:json)?\s*(.*?)```", body, re.DOTALL | re.IGNORECASE)
     candidates = [fenced.group(1)] if fenced else []

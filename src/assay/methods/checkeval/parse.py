@@ -100,6 +100,10 @@ def parse_answers(text: str, n: int, prompt: str | None = None) -> ParsedAnswers
     """
     out = ParsedAnswers()
     own = own_answer(text, echo_reference(prompt) if prompt else None)
+    if own.forged:  # a forged answer line copied back: no answer of this reply is the judge's own for sure
+        out.reasons = dict.fromkeys(range(1, n + 1), own.forged)
+        out.notes.append(f"not read: {own.forged}")
+        return out
     if own.echoed:
         out.notes.append(f"not read: {own.describe()}")
     text = own.text
