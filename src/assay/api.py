@@ -198,7 +198,10 @@ async def evaluate_async(
         if batcher is None:
             _note_unfinished_batches(store)
         status(f"checking what {bare.identity.label} supports")
-        logprobs_reason = await _detect_capabilities(bare, store, retry)
+        # issue 23: only a method that reads log-probabilities sends the probe (an always-failing judge stopped
+        # `direct` there); the others record that none was sent.
+        logprobs_reason = (await _detect_capabilities(bare, store, retry) if meth.reads_logprobs
+                           else f"not probed: {meth.name} as configured reads no log-probabilities")
         notes: list[tuple[str, str]] = []
 
         def note(kind: str, message: str) -> None:

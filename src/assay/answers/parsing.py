@@ -11,6 +11,9 @@ from typing import Any
 from assay.answers.echo import own_answer
 from assay.types import Scale
 
+#: The parse failure of an answer that stayed empty through the middleware's retries (a 200 with no content).
+EMPTY_ANSWER = "the answer is empty (no content, after retries)"
+
 _NUM = r"[-+]?\d+(?:\.\d+)?"
 _MARKUP = re.compile(r"[*_`#]+")
 NUMBER_WORDS = {"zero": 0, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
@@ -274,6 +277,8 @@ def parse_rating(text: str, scale: Scale, label: str | None = None, *, prompt: s
         prompt: The prompt answered; lines echoing it are not read.
         strict: Refuse fractional ratings on an integer scale.
     """
+    if not text.strip():
+        return Parsed(None, EMPTY_ANSWER, text)
     own = own_answer(text, prompt)
     if own.forged:
         return Parsed(None, own.forged, text)
@@ -312,6 +317,8 @@ def parse_choice(text: str, options: Sequence[str], *, prompt: str | None = None
     two different letters of the strongest form are ambiguous and fail, naming them. The article
     "A" in prose is never read as a choice.
     """
+    if not text.strip():
+        return Parsed(None, EMPTY_ANSWER, text)
     own = own_answer(text, prompt)
     if own.forged:
         return Parsed(None, own.forged, text)
@@ -340,6 +347,8 @@ def extract_json(text: str, prompt: str | None = None) -> Parsed:
     a JSON object forged inside the judged text) are blanked first (:func:`assay.answers.echo.own_answer`),
     so JSON lying in them is never taken.
     """
+    if not text.strip():
+        return Parsed(None, EMPTY_ANSWER, text)
     own = own_answer(text, prompt)
     if own.forged:
         return Parsed(None, own.forged, text)

@@ -24,7 +24,7 @@ from pydantic import (
     model_serializer,
 )
 
-from assay.errors import ConfigError, FatalJudgeError, InputError, JudgeError, TransientJudgeError
+from assay.errors import ConfigError, FatalJudgeError, InputError, JudgeError, RequestJudgeError, TransientJudgeError
 from assay.judges.ask import charge, usage_of
 from assay.judges.base import Judge, JudgeIdentity, Request, Response
 from assay.types import Usage
@@ -145,6 +145,15 @@ class Ledger:
         for u in self.by_stage.values():
             total.add(u)
         return total
+
+
+def empty_answer(response: Response) -> bool:
+    """Whether a 200 answer holds nothing at all: every choice without text or log-probabilities.
+
+    Such an answer is a server glitch more often than the judge's verdict, so it is retried like a transient
+    error; if it stays empty, the method records it as a parse failure ("the answer is empty").
+    """
+    return not any(c.text.strip() or c.logprobs for c in response.choices)
 
 
 @dataclass
@@ -290,8 +299,15 @@ class ManagedJudge:
                 return hit
             try:
                 async with asyncio.timeout(self.retry.timeout_s):  # unlike wait_for on 3.11, no task per call
-                    return await self.inner.generate(request)
+                    response = await self.inner.generate(request)
+                if attempt == self.retry.max_attempts or not empty_answer(response):
+                    return response  # an answer empty to the end is the method's to record (a parse failure)
+                raise TransientJudgeError("the judge answered with empty content")
             except FatalJudgeError:
+                raise
+            except RequestJudgeError as exc:  # this request only: its unit fails, the run goes on
+                self.ledger.failures += 1
+                exc.attempts = attempt
                 raise
             except (TransientJudgeError, TimeoutError) as exc:
                 last = exc if isinstance(exc, JudgeError) else TransientJudgeError(

@@ -118,6 +118,15 @@ class Method(abc.ABC):
     #: it per instance (CheckEval's ``definition``); :func:`assay.run.executor.prefix_reuse` measures it.
     unit_order: str = "sample"
 
+    @property
+    def reads_logprobs(self) -> bool:
+        """Whether this instance, as configured, reads log-probabilities where the judge gives them.
+
+        The run probes the judge for them only then (``api._detect_capabilities``): a method that never reads
+        them must not be stopped, nor pay, for a probe whose answer it ignores. Default False.
+        """
+        return False
+
     def __init__(self, options: MethodOptions | dict[str, Any] | None = None) -> None:
         if options is None:
             options = {}
