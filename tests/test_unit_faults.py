@@ -128,3 +128,35 @@ def test_geval_in_logprobs_mode_still_probes(tmp_path):
         assay.evaluate("qags-xsum", method="geval", judge=OpenAIJudge("fake-model", srv.url), limit=1,
                        run_dir=tmp_path / "run", retry=FAST, options={"no_cot": True})
         assert srv.requests[0]["messages"][0]["content"] == "Say ok." and srv.requests[0].get("logprobs")
+
+
+# -- CI gating: --fail-under-coverage -------------------------------------------------------------------------
+
+
+def test_a_run_or_meta_below_the_coverage_bound_exits_4(tmp_path):
+    """3 of 5 units scored, 2 parse failures: the run is complete (exit 0) until a bound asks for more."""
+    samples = assay.load_dataset("qags-xsum").select(limit=5).samples
+    runner = CliRunner()
+    run_dir = tmp_path / "run"
+    with FakeOpenAIServer() as srv:
+        srv.route = _route({samples[0].output, samples[4].output}, Behaviour(text="I cannot say."))
+        first = _run(runner, srv, run_dir, "--fail-under-coverage", "0.95")
+        assert first.exit_code == 4, first.output
+        assert "coverage below --fail-under-coverage 0.95" in " ".join(first.output.split())
+        assert "consistency 0.600 (3 of 5 scored)" in " ".join(first.output.split())
+        assert _run(runner, srv, run_dir, "--fail-under-coverage", "0.6").exit_code == 0  # resumed: at the bound
+        assert _run(runner, srv, run_dir).exit_code == 0  # no bound, no gate
+    meta = runner.invoke(app, ["meta", str(run_dir), "--fail-under-coverage", "0.95", "--json", str(tmp_path / "m")])
+    assert meta.exit_code == 4, meta.output
+    assert (tmp_path / "m").exists()  # the tables and the JSON are written before the gate decides
+    assert runner.invoke(app, ["meta", str(run_dir), "--fail-under-coverage", "0.5"]).exit_code == 0
+    bad = runner.invoke(app, ["meta", str(run_dir), "--fail-under-coverage", "95"])
+    assert bad.exit_code == 2  # a share, 0 to 1: a usage error
+
+
+def test_failed_units_exit_3_before_the_coverage_gate(tmp_path):
+    samples = assay.load_dataset("qags-xsum").select(limit=5).samples
+    with FakeOpenAIServer() as srv:
+        srv.route = _route({samples[1].output}, Behaviour(kind="error", status=400, message="context_length_exceeded"))
+        res = _run(CliRunner(), srv, tmp_path / "run", "--fail-under-coverage", "0.99")
+    assert res.exit_code == 3, res.output

@@ -15,7 +15,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.table import Table
 
-from assay.cli.options import JUDGE_HELP, METHOD_HELP, JudgeOpt
+from assay.cli.options import JUDGE_HELP, METHOD_HELP, CoverageOpt, JudgeOpt, gate_coverage
 from assay.errors import AssayError
 from assay.judges import DEFAULT_JUDGE
 
@@ -92,6 +92,7 @@ def run(
     worker_gpus: Annotated[float | None, typer.Option(help="Ray: GPUs per worker (default 0)")] = None,
     estimate: Annotated[bool, typer.Option(
         "--estimate", help="Call no judge: print the calls, tokens (and cost with --prices) per stage")] = False,
+    fail_under_coverage: CoverageOpt = None,
 ) -> None:
     """Judge a dataset with a method; re-run the same command to resume.
 
@@ -141,7 +142,14 @@ def run(
     assert isinstance(result, RunResult)  # without estimate=True, evaluate runs
     _print_run(result, priced=price_table is not None)
     if not result.complete:
-        raise typer.Exit(EXIT_INCOMPLETE)
+        raise typer.Exit(EXIT_INCOMPLETE)  # before the coverage gate: re-running may still reach the bound
+    if fail_under_coverage is not None:
+        from assay.meta.coverage import coverage
+        from assay.meta.inputs import read_run
+
+        table = read_run(result.run_dir)
+        rows = [{"dimension": d, **coverage(table.dim(d))} for d in table.dimensions()]
+        gate_coverage(rows, fail_under_coverage, str(result.run_dir))
 
 
 def _batch_options(retry: str, poll_s: float) -> Any:

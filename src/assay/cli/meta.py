@@ -8,6 +8,8 @@ from typing import Annotated, Any
 
 import typer
 
+from assay.cli.options import CoverageOpt, gate_coverage
+
 LevelOpt = Annotated[str | None, typer.Option(
     "--level", "-l", help="sample (summary), system or dataset (turn); default: the dataset's convention")]
 DimOpt = Annotated[list[str] | None, typer.Option("--dimension", help="Repeatable; default: every scored one")]
@@ -100,6 +102,7 @@ def meta(
     mapping: MapOpt = None,
     dataset: DatasetOpt = None,
     json_path: JsonOpt = None,
+    fail_under_coverage: CoverageOpt = None,
 ) -> None:
     """Correlation with human ratings as the papers print it: per dimension and average, with coverage."""
     from assay.meta.evaluate import meta_evaluate
@@ -121,6 +124,8 @@ def meta(
             print_table(quality_table(res["quality_split"], res["measures"]))
     if json_path:
         _write_json(json_path, results[0] if len(results) == 1 else results)
+    for src, res in zip(sources, results, strict=True):  # after every table and the JSON: the gate only decides
+        gate_coverage(res["rows"], fail_under_coverage, str(src))
 
 
 def compare(
