@@ -148,12 +148,13 @@ class Ledger:
 
 
 def empty_answer(response: Response) -> bool:
-    """Whether a 200 answer holds nothing at all: every choice without text or log-probabilities.
+    """Whether a 200 answer holds nothing at all: choices, every one without text or log-probabilities.
 
-    Such an answer is a server glitch more often than the judge's verdict, so it is retried like a transient
+    An answer with fewer choices than asked (a server capping ``n``) is no empty answer: G-Eval's sampling
+    asks again for the missing ones. Such an answer is a server glitch more often than the judge's verdict, so it is retried like a transient
     error; if it stays empty, the method records it as a parse failure ("the answer is empty").
     """
-    return not any(c.text.strip() or c.logprobs for c in response.choices)
+    return bool(response.choices) and not any(c.text.strip() or c.logprobs for c in response.choices)
 
 
 @dataclass
