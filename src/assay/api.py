@@ -32,6 +32,7 @@ from assay.judges.batch import (
 from assay.methods import Method, RunContext, make_method
 from assay.run.estimate import Estimate, estimate_run
 from assay.run.executor import Progress, default_unit_concurrency, execute, order_units
+from assay.run.late_calls import take_late_calls
 from assay.run.ray_executor import execute_ray, import_ray, parse_executor, ray_settings_for
 from assay.run.store import RunStore, check_run_dir
 from assay.types import Dimension, Judgment, Sample, Usage
@@ -233,6 +234,9 @@ async def evaluate_async(
             "started_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         }
         resumed = store.begin(manifest, upgrade=meth.Options.upgrade_settings)
+        if late := take_late_calls(store, bare.identity):  # issue 23: what a killed driver's Ray actors kept
+            note("executor", f"{late} answer(s) that arrived after the previous run's driver was killed were taken "
+                             "into the call cache (not paid again)")
         store.put_samples(dataset.samples)
         units = order_units(dataset.samples, dims, store.done_units(), by=meth.unit_order)
         if on_start:

@@ -150,9 +150,9 @@ class Ledger:
 def empty_answer(response: Response) -> bool:
     """Whether a 200 answer holds nothing at all: choices, every one without text or log-probabilities.
 
-    An answer with fewer choices than asked (a server capping ``n``) is no empty answer: G-Eval's sampling
-    asks again for the missing ones. Such an answer is a server glitch more often than the judge's verdict, so it is retried like a transient
-    error; if it stays empty, the method records it as a parse failure ("the answer is empty").
+    An empty answer is a server glitch more often than the judge's verdict, so it is retried like a transient
+    error; if it stays empty, the method records it as a parse failure ("the answer is empty"). An answer
+    with fewer choices than asked (a server capping ``n``) is none: G-Eval's sampling asks for the rest.
     """
     return bool(response.choices) and not any(c.text.strip() or c.logprobs for c in response.choices)
 
