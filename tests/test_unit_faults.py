@@ -160,3 +160,46 @@ def test_failed_units_exit_3_before_the_coverage_gate(tmp_path):
         srv.route = _route({samples[1].output}, Behaviour(kind="error", status=400, message="context_length_exceeded"))
         res = _run(CliRunner(), srv, tmp_path / "run", "--fail-under-coverage", "0.99")
     assert res.exit_code == 3, res.output
+
+
+# -- --retry-parse-failures -------------------------------------------------------------------------------------
+
+
+def test_retry_parse_failures_re_asks_them_as_a_new_attempt_keeping_the_old_answer(tmp_path):
+    samples = assay.load_dataset("qags-xsum").select(limit=4).samples
+    unsure = samples[1]
+    runner = CliRunner()
+    run_dir = tmp_path / "run"
+    with FakeOpenAIServer() as srv:
+        srv.route = _route({unsure.output}, Behaviour(text="I cannot say."))
+        args = ["--limit", "4"]
+        assert _run(runner, srv, run_dir, *args).exit_code == 0
+        first = len(srv.requests)
+        assert _run(runner, srv, run_dir, *args).exit_code == 0
+        assert len(srv.requests) == first  # off by default: a plain resume asks nothing
+        srv.route = None  # the judge now answers "3"
+        again = _run(runner, srv, run_dir, *args, "--retry-parse-failures")
+        assert again.exit_code == 0, again.output
+        asked = srv.requests[first:]
+        assert len(asked) == 1 and unsure.output in asked[0]["messages"][-1]["content"]  # not the cached answer
+        assert _run(runner, srv, run_dir, *args, "--retry-parse-failures").exit_code == 0
+        assert len(srv.requests) == first + 1  # nothing left to re-ask
+    with RunStore(run_dir, readonly=True) as store:
+        assert store.unit_counts()["scored"] == 4 and store.count_judgments() == 4
+        j = next(j for j in store.judgments() if j.sample_id == unsure.id)
+        assert j.score == 3.0 and j.trace["attempt"] == 2
+        (old,) = j.trace["previous_attempts"]
+        assert old["attempt"] == 1 and "no rating found" in old["error"] and "I cannot say." in json.dumps(old)
+        assert store.count_calls() == 5  # the first attempt's call is kept beside the new one
+        assert any("--retry-parse-failures: 1 parse-failed unit(s)" in n["message"] for n in store.notes())
+
+
+def test_the_attempt_changes_the_key_only_when_set():
+    from assay.judges.base import JudgeIdentity, Request
+    from assay.judges.middleware import call_key
+
+    who = JudgeIdentity(backend="openai", model="m")
+    greedy = Request.chat("Rate it.")
+    assert "attempt" not in greedy.key_payload()  # keys of first attempts are those of earlier versions
+    assert call_key(who, greedy.model_copy(update={"attempt": 1})) != call_key(who, greedy)
+    assert call_key(who, greedy.model_copy(update={"sample_index": 3})) == call_key(who, greedy)

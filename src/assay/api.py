@@ -34,6 +34,7 @@ from assay.run.estimate import Estimate, estimate_run
 from assay.run.executor import Progress, default_unit_concurrency, execute, order_units
 from assay.run.late_calls import take_late_calls
 from assay.run.ray_executor import execute_ray, import_ray, parse_executor, ray_settings_for
+from assay.run.reask import Reasking, parse_failures
 from assay.run.store import RunStore, check_run_dir
 from assay.types import Dimension, Judgment, Sample, Usage
 
@@ -115,6 +116,7 @@ async def evaluate_async(
     worker_cpus: float | None = None,
     worker_gpus: float | None = None,
     estimate: bool = False,
+    retry_parse_failures: bool = False,
 ) -> RunResult | Estimate:
     """Judge a dataset's samples with a method and a judge; resume if ``run_dir`` holds this run.
 
@@ -152,6 +154,9 @@ async def evaluate_async(
         estimate: Call no judge: return the :class:`~assay.run.estimate.Estimate` of the run instead (calls and
             prompt / completion tokens per stage, its cost with ``prices``), counted by running the method
             against a stand-in judge. ``run_dir`` is only read (a resumed run's done units and cached calls).
+        retry_parse_failures: On resume, ask the parse-failed units again as a new attempt (their own cache
+            keys; the earlier answers kept in the trace, :class:`assay.run.reask.Reasking`). Off by default:
+            a deterministic judge answers the same.
     """
     # before the judge is loaded: a missing extra or a bad setting costs nothing
     ray_settings = ray_settings_for(parse_executor(executor), workers, worker_cpus, worker_gpus)
@@ -238,18 +243,22 @@ async def evaluate_async(
             note("executor", f"{late} answer(s) that arrived after the previous run's driver was killed were taken "
                              "into the call cache (not paid again)")
         store.put_samples(dataset.samples)
-        units = order_units(dataset.samples, dims, store.done_units(), by=meth.unit_order)
+        done, runner = store.done_units(), meth
+        if retry_parse_failures and (again := parse_failures(store)):  # re-asked as a new attempt (run/reask.py)
+            done, runner = done - again.keys(), Reasking(meth, again)
+            note("resume", f"--retry-parse-failures: {len(again)} parse-failed unit(s) asked again (new attempt)")
+        units = order_units(dataset.samples, dims, done, by=meth.unit_order)
         if on_start:
             on_start(len(units), len(dataset.samples) * len(dims) - len(units))
         try:
             update = (lambda p: on_update(p, managed)) if on_update else None
             if ray_settings is not None:
-                _, progress = await execute_ray(meth, units, ctx, store, ray_settings, judge=judge,
+                _, progress = await execute_ray(runner, units, ctx, store, ray_settings, judge=judge,
                                                 judge_options=judge_options, concurrency=concurrency, retry=retry,
                                                 prices=prices, on_update=update)
             else:
                 _, progress = await execute(
-                    meth, units, ctx, store,
+                    runner, units, ctx, store,
                     concurrency=len(units) if batcher is not None else default_unit_concurrency(managed),
                     on_update=update, unit_scope=batcher.unit if batcher is not None else None)
         finally:  # usage is kept even when the run is interrupted

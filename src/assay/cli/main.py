@@ -93,6 +93,9 @@ def run(
     estimate: Annotated[bool, typer.Option(
         "--estimate", help="Call no judge: print the calls, tokens (and cost with --prices) per stage")] = False,
     fail_under_coverage: CoverageOpt = None,
+    retry_parse_failures: Annotated[bool, typer.Option(
+        "--retry-parse-failures", help="On resume, ask parse-failed units again (a new attempt; answers kept)")]
+    = False,
 ) -> None:
     """Judge a dataset with a method; re-run the same command to resume.
 
@@ -137,7 +140,7 @@ def run(
                           options=options, judge_options=judge_options(judge_opt), limit=limit, docs=docs,
                           concurrency=concurrency, retry=RetryPolicy(timeout_s=timeout, max_attempts=retries),
                           prices=price_table, on_start=on_start, on_update=on_update, on_status=on_status,
-                          batch=batch_options,
+                          batch=batch_options, retry_parse_failures=retry_parse_failures,
                           executor=executor, workers=workers, worker_cpus=worker_cpus, worker_gpus=worker_gpus)
     assert isinstance(result, RunResult)  # without estimate=True, evaluate runs
     _print_run(result, priced=price_table is not None)

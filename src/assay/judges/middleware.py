@@ -9,6 +9,7 @@ import json
 import random
 from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -147,6 +148,11 @@ class Ledger:
         return total
 
 
+#: The re-ask round of the unit being judged (``--retry-parse-failures``, :class:`assay.run.reask.Reasking`): put
+#: into each of its requests, so that they are new calls with their own cache keys. 0: a first attempt.
+reask_attempt: ContextVar[int] = ContextVar("assay_reask_attempt", default=0)
+
+
 def empty_answer(response: Response) -> bool:
     """Whether a 200 answer holds nothing at all: choices, every one without text or log-probabilities.
 
@@ -245,6 +251,8 @@ class ManagedJudge:
         """
         if self.sample_offset:
             request = request.model_copy(update={"sample_index": request.sample_index + self.sample_offset})
+        if (attempt := reask_attempt.get()) and not request.attempt:
+            request = request.model_copy(update={"attempt": attempt})
         key = call_key(self.identity, request)
         hit = self._cached(key)
         if hit is not None:

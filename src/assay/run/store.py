@@ -210,11 +210,13 @@ class RunStore:
         return set(self._db.execute("SELECT sample_id, dimension FROM judgments WHERE status != 'failed'"))
 
     def add_judgment(self, j: Judgment) -> None:
-        """Write one judgment. A failed unit's row is replaced by its new outcome; a second judgment
-        for a scored or parse-failed unit is an error, never a duplicate."""
+        """Write one judgment. A failed unit's row is replaced by its new outcome, and so is a parse-failed one
+        by a re-ask that records it (``previous_attempts`` in the trace: ``--retry-parse-failures``); any other
+        second judgment for a unit is an error, never a duplicate."""
+        replaced = "('failed', 'parse_failed')" if "previous_attempts" in j.trace else "('failed')"
         self._db.execute("BEGIN")
         try:
-            self._db.execute("DELETE FROM judgments WHERE sample_id=? AND dimension=? AND status='failed'",
+            self._db.execute(f"DELETE FROM judgments WHERE sample_id=? AND dimension=? AND status IN {replaced}",
                              (j.sample_id, j.dimension))
             self._db.execute(
                 "INSERT INTO judgments (sample_id, dimension, method, judge, score, error, trace, usage, created, "
