@@ -128,7 +128,7 @@ def test_methods_keep_no_table_keyed_by_dataset_names():
 #: actor's managed judge (a middleware subclass) handing on to the middleware.
 GENERATE_ALLOWED = {("judges/ask.py", "judge.generate("), ("judges/middleware.py", "self.inner.generate("),
                     ("judges/base.py", "self.generate("), ("judges/batch.py", "self.live.generate("),
-                    ("ray_executor.py", "super().generate(")}
+                    ("run/ray_executor.py", "super().generate(")}
 
 
 def generate_calls(root: Path) -> list[tuple[str, int, str]]:

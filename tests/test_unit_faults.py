@@ -203,3 +203,14 @@ def test_the_attempt_changes_the_key_only_when_set():
     assert "attempt" not in greedy.key_payload()  # keys of first attempts are those of earlier versions
     assert call_key(who, greedy.model_copy(update={"attempt": 1})) != call_key(who, greedy)
     assert call_key(who, greedy.model_copy(update={"sample_index": 3})) == call_key(who, greedy)
+
+
+def test_a_prompt_longer_than_the_embedded_context_fails_its_unit_only(tmp_path):
+    """The embedded judge raised a ConfigError for a prompt over its n_ctx: run-fatal on every re-run."""
+    pytest.importorskip("llama_cpp")
+    result = assay.evaluate("qags-xsum", method="direct", judge="llamacpp:smollm2",
+                            judge_options={"n_ctx": 256, "n_threads": 1}, limit=2, run_dir=tmp_path / "run",
+                            retry=FAST)
+    assert result.units["failed"] == 2 and not result.complete
+    assert all("exceeds the embedded judge's context of 256 tokens" in j.error and j.trace["attempts"] == 1
+               for j in result.judgments)
