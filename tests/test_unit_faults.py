@@ -214,3 +214,20 @@ def test_a_prompt_longer_than_the_embedded_context_fails_its_unit_only(tmp_path)
     assert result.units["failed"] == 2 and not result.complete
     assert all("exceeds the embedded judge's context of 256 tokens" in j.error and j.trace["attempts"] == 1
                for j in result.judgments)
+
+
+def test_the_estimate_names_units_over_the_embedded_context_before_any_call(tmp_path):
+    pytest.importorskip("llama_cpp")
+    est = assay.evaluate("qags-xsum", method="direct", judge="llamacpp:smollm2", judge_options={"n_ctx": 256},
+                         limit=2, estimate=True)
+    samples = assay.load_dataset("qags-xsum").select(limit=2).samples
+    assert est.n_ctx == 256 and [u.split(" (")[0] for u in est.over_context] == [
+        f"{s.id} / consistency" for s in samples]
+    assert all(int(u.split("(")[1].split()[0]) + 1 > 256 for u in est.over_context)
+    roomy = assay.evaluate("qags-xsum", method="direct", judge="llamacpp:smollm2", judge_options={"n_ctx": 8192},
+                           limit=2, estimate=True)
+    assert roomy.over_context == []
+    res = CliRunner().invoke(app, ["run", "--method", "direct", "--dataset", "qags-xsum", "--limit", "2", "--estimate",
+                                   "--judge", "llamacpp:smollm2", "--judge-opt", "n_ctx=256"])
+    assert res.exit_code == 0, res.output
+    assert "2 unit(s) have a prompt over the judge's context of 256 tokens" in " ".join(res.output.split())

@@ -188,6 +188,11 @@ def _print_estimate(est: Any) -> None:
     out.print(f"completion tokens: {escape(est.completion_basis)}; re-asks: {est.reask_rate:g} per call (stated)")
     for line in est.assumptions:
         out.print(f"assumed: {escape(line)}")
+    if est.over_context:
+        shown = "; ".join(escape(u) for u in est.over_context[:5])
+        out.print(f"[yellow]{len(est.over_context)} unit(s) have a prompt over the judge's context of {est.n_ctx} "
+                  f"tokens[/] (with max_tokens; a run fails them): {shown}"
+                  + (" ..." if len(est.over_context) > 5 else "") + "; raise it with --judge-opt n_ctx=N")
     for kind, message in dict.fromkeys(est.notes):  # the method's, after stand-in answers: a run may differ
         out.print(f"[yellow]note ({escape(kind)}, on the stand-in answers):[/] {escape(message)}")
 
