@@ -231,3 +231,12 @@ def test_the_estimate_names_units_over_the_embedded_context_before_any_call(tmp_
                                    "--judge", "llamacpp:smollm2", "--judge-opt", "n_ctx=256"])
     assert res.exit_code == 0, res.output
     assert "2 unit(s) have a prompt over the judge's context of 256 tokens" in " ".join(res.output.split())
+
+
+def test_the_estimate_names_units_over_an_openai_judges_stated_context(tmp_path, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-unused")
+    est = assay.evaluate("qags-xsum", method="direct", judge="openai:gpt-4o-mini", judge_options={"n_ctx": 300},
+                         limit=3, estimate=True)
+    assert est.n_ctx == 300 and len(est.over_context) == 3
+    unbounded = assay.evaluate("qags-xsum", method="direct", judge="openai:gpt-4o-mini", limit=3, estimate=True)
+    assert unbounded.n_ctx is None and unbounded.over_context == []

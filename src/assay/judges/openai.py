@@ -47,6 +47,8 @@ class OpenAIJudge(Judge):
             the next request evaluates only what follows the shared prefix). Opt-in, since OpenAI's API refuses
             unknown fields; recent llama.cpp servers cache by default. Part of the identity when set, since
             llama.cpp warns that a reused cache may change logits slightly (other batch sizes).
+        n_ctx: The endpoint's context size in tokens, where you know it (``--judge-opt n_ctx=N``): ``--estimate``
+            then names the units whose prompt exceeds it. Not part of the identity (it changes no answer).
     """
 
     default_concurrency = 16
@@ -61,6 +63,7 @@ class OpenAIJudge(Judge):
     def __init__(
         self, model: str, base_url: str | None = None, *, api_key: str | None = None,
         timeout: float = 120.0, logprobs: bool | None = None, cache_prompt: bool | None = None,
+        n_ctx: int | None = None,
     ) -> None:
         try:
             import openai
@@ -92,6 +95,7 @@ class OpenAIJudge(Judge):
         self._headers = {"Authorization": f"Bearer {key}", "Content-Type": "application/json",
                          "Accept": "application/json"} | auth
         self._cache_prompt = cache_prompt
+        self.n_ctx = n_ctx
         self.identity = JudgeIdentity(backend="openai", model=model, base_url=public_url(base_url),
                                       settings={} if cache_prompt is None else {"cache_prompt": cache_prompt})
         self._secrets = secrets_of(key if key != "not-needed" else None, base_url)

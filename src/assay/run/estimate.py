@@ -92,7 +92,8 @@ class Estimate:
         assumptions: What the estimate assumed (capabilities not probed, stand-ins used).
         notes: The method's notes during the estimate (fallbacks it would take).
         priced: Whether a price table priced the rows.
-        n_ctx: The judge's context size where it is known (the embedded judge's ``n_ctx``), else None.
+        n_ctx: The judge's context size where it is known (the embedded judge's ``n_ctx``, an ``openai:`` judge's
+            ``--judge-opt n_ctx=N``), else None.
         over_context: Units with a prompt that, with its ``max_tokens``, exceeds ``n_ctx`` (``sample / dimension
             (N prompt tokens)``): a run would fail them (issue 23), so they are named before any call.
     """
@@ -338,7 +339,8 @@ async def estimate_run(meth: Method, dataset: Dataset, dims: list[Dimension], ju
         if store is not None and fingerprint is not None:
             store.check(fingerprint(identity), before_prepare=True)
         counting = CountingJudge(identity, logprobs, counter, store)
-        counting.n_ctx = identity.settings.get("n_ctx") if identity.backend == "llamacpp" else None
+        counting.n_ctx = (identity.settings.get("n_ctx") if identity.backend == "llamacpp"
+                          else (judge_options or {}).get("n_ctx", getattr(judge, "n_ctx", None)))
         over_context: list[str] = []
         notes: list[tuple[str, str]] = []
         ctx = RunContext(dataset=dataset, dimensions=dims, judge=counting, note=lambda k, m: notes.append((k, m)),
