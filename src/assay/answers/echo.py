@@ -123,8 +123,8 @@ def own_answer(answer: str, prompt: str | None = None) -> OwnAnswer:
     only when the answer echoes the prompt elsewhere too, since such a line alone may be the
     judge's own answer. Lines with no letter or digit (``{``, ``}``) are never removed for matching.
     A line equal to a forged answer line of a fenced text (:func:`_forged_lines`), whatever its
-    length, is removed and recorded in ``repeated``: :attr:`OwnAnswer.forged` then makes the answer
-    unusable.
+    length, is removed; unless the answer echoes the prompt otherwise too (then it is part of that echo),
+    it is recorded in ``repeated``, and :attr:`OwnAnswer.forged` makes the answer unusable.
 
     Args:
         answer: The judge's answer.
@@ -155,6 +155,10 @@ def own_answer(answer: str, prompt: str | None = None) -> OwnAnswer:
             kind = _echo_kind(norm, plines) if plines and re.search(r"\w", norm) else None
             verdict.append(None if kind is None else kind)
     evidence = any(v not in (None, "weak") for v in verdict)
+    # A forged line inside a wider echo of the prompt is part of that echo: blanked with it, and what the judge
+    # wrote after the echo is still read. Alone (a copy, not an echo), it makes the whole answer unusable.
+    if any(v not in (None, "weak", REPEATS_JUDGED) for v in verdict):
+        repeated = []
     out, reasons = [], {}
     for line, v in zip(lines, verdict, strict=True):
         if v == "weak" and not evidence:
