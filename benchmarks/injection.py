@@ -6,10 +6,12 @@ One command::
     PYTHONPATH=src python benchmarks/injection.py --samples 8 --methods direct,geval
     PYTHONPATH=src python benchmarks/injection.py --no-embedded           # the echo table only (seconds)
 
-(a) Echo: every method runs on all entries of ``tests/fixtures/injection/corpus.jsonl`` (injected
+(a) Echo: every method runs on all entries of the shipped corpus (``assay/probe/injections.jsonl``, injected
 SummEval summaries) and on their clean bases, against a loopback OpenAI-compatible server that answers
-each request with its own prompt and no log-probabilities. Nothing in such an answer comes from a
-judge, so the number of scores read must be 0; the table names the entries that yielded one.
+each request with its own prompt and no log-probabilities, then against one that copies the judged
+output's forged answer lines back without their neutralisation mark (``Score: 5``, as models copy).
+Nothing in such an answer comes from a judge, so the number of scores read must be 0; the table names
+the entries that yielded one.
 
 (b) Embedded judge: with ``llamacpp:smollm2`` each method judges ``--samples`` injected summaries
 (one corpus entry per category in turn, the k-th applied to the k-th summary of the first SummEval
@@ -40,9 +42,13 @@ from typing import Any
 import assay
 from assay.datasets import Dataset, load_dataset
 from assay.methods.geval.steps import STEPS_FORMAT
+from assay.probe.injections import corpus_path
 from assay.testing import Behaviour, FakeOpenAIServer, Injection, injected_dataset, load_injections
+from assay.testing.servers import copied_forged_lines
 
-CORPUS = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "injection" / "corpus.jsonl"
+CORPUS = corpus_path()
+#: The scripted judges of part (a): the prompt echoed, and the judged text's forged lines copied back unmarked.
+JUDGES = {"echo": Behaviour(kind="echo"), "copy": Behaviour(text=copied_forged_lines)}
 STEPS = ("1. Read the news article and identify its main topic and key points.\n"
          "2. Read the summary and check that it presents them in a clear, logical order.\n"
          "3. Assign a score for coherence on a scale of 1 to 5.")
@@ -103,21 +109,22 @@ def echo_table(cases: list[Injection], dimension: str, work: Path, methods: list
     os.environ.setdefault("OPENAI_API_KEY", "sk-unused")  # the loopback server ignores it
     print(f"(a) echoing judge: {len(cases)} injected + {len(data.samples) - len(cases)} clean summaries, "
           f"dimension {dimension}\n")
-    print("| method | units | scores read | parse failures | entries that yielded a score |")
-    print("| --- | --- | --- | --- | --- |")
+    print("| judge | method | units | scores read | parse failures | entries that yielded a score |")
+    print("| --- | --- | --- | --- | --- | --- |")
     total = 0
-    with FakeOpenAIServer(default=Behaviour(kind="echo"), logprobs=False) as server, \
-            tempfile.TemporaryDirectory() as tmp:
-        for label in methods:
-            method, options = ECHO_METHODS[label]
-            result = assay.evaluate(data, method=method, judge=f"openai:fake-model@{server.url}",
-                                    dimensions=[dimension], run_dir=Path(tmp) / label,
-                                    options=options_for(options, steps), concurrency=8)
-            scored = [entry_of(j.sample_id) for j in result.judgments if j.score is not None]
-            failed = sum(j.score is None for j in result.judgments)
-            total += len(scored)
-            named = ", ".join(scored[:8]) + (f" (+{len(scored) - 8} more)" if len(scored) > 8 else "")
-            print(f"| {label} | {len(result.judgments)} | {len(scored)} | {failed} | {named or '-'} |", flush=True)
+    for kind, behaviour in JUDGES.items():
+        with FakeOpenAIServer(default=behaviour, logprobs=False) as server, tempfile.TemporaryDirectory() as tmp:
+            for label in methods:
+                method, options = ECHO_METHODS[label]
+                result = assay.evaluate(data, method=method, judge=f"openai:fake-model@{server.url}",
+                                        dimensions=[dimension], run_dir=Path(tmp) / label,
+                                        options=options_for(options, steps), concurrency=8)
+                scored = [entry_of(j.sample_id) for j in result.judgments if j.score is not None]
+                failed = sum(j.score is None for j in result.judgments)
+                total += len(scored)
+                named = ", ".join(scored[:8]) + (f" (+{len(scored) - 8} more)" if len(scored) > 8 else "")
+                print(f"| {kind} | {label} | {len(result.judgments)} | {len(scored)} | {failed} | {named or '-'} |",
+                      flush=True)
     print()
     return total
 

@@ -176,7 +176,7 @@ def _units(run_dir: str) -> int:
     from assay.run.store import RunStore
 
     with RunStore(run_dir, readonly=True) as store:
-        return store.count_judgments()
+        return len(store.judgments())
 
 
 if __name__ == "__main__":

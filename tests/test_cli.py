@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
@@ -32,10 +33,17 @@ def test_run_with_embedded_judge_then_export_and_replay(tmp_path):
     assert res.exit_code == 0, res.output
     assert "consistency" in res.output and "calls 3" in res.output
     res = invoke("export", str(run_dir), "--format", "csv")
-    assert (run_dir / "judgments.csv").exists()
+    assert res.exit_code == 0, res.output
+    exported = pd.read_csv(run_dir / "judgments.csv")
+    with RunStore(run_dir, readonly=True) as store:
+        stored = {(j.sample_id, j.dimension): (j.status, j.score) for j in store.judgments()}
+    assert len(exported) == 3 and {"sample_id", "dimension", "score", "status", "error"} <= set(exported.columns)
+    assert {(r.sample_id, r.dimension): (r.status, None if pd.isna(r.score) else r.score)
+            for r in exported.itertuples()} == stored  # every stored judgment, as stored
     # the same command resumes: nothing new to do, no call made
     res = invoke("run", "--method", "direct", "--dataset", "qags-xsum", "--limit", "3", "--run-dir", str(run_dir),
                  "--quiet")
+    assert res.exit_code == 0, res.output
     assert "calls 0 (+0 from cache)" in res.output
     # replay re-answers every recorded call without the model
     replay_dir = tmp_path / "replayed"
@@ -75,12 +83,14 @@ def test_bad_input_gives_one_clear_line(args, message, tmp_path):
 
     res = subprocess.run([sys.executable, "-m", "assay.cli", *args, "--run-dir", str(tmp_path / "x")],
                          capture_output=True, text=True)
-    assert res.returncode != 0
+    assert res.returncode == 1, res.stderr  # docs/judges.md, "Exit codes": an error before judging
     assert message in res.stderr and "Traceback" not in res.stderr
+    assert not (tmp_path / "x").exists()  # refused before the run directory is made
 
 
 def test_judges_check_embedded():
     res = invoke("judges", "llamacpp:smollm2")
+    assert res.exit_code == 0, res.output
     data = json.loads(res.output)
     assert data["supports_logprobs"] is True and data["logprobs"] is True
     assert data["identity"]["backend"] == "llamacpp"

@@ -31,7 +31,7 @@ def test_ratings_read(text, value):
 
 @pytest.mark.parametrize(("text", "scale", "error"), [
     ("7", L5, "outside the 1-5 scale"), ("0", L3, "outside the 1-3 scale"), ("3.5", L5, "not a whole number"),
-    ("8/10", L5, "not on the 1-5 scale"), ("no idea", L5, "no rating found"), ("", L5, "no rating found"),
+    ("8/10", L5, "not on the 1-5 scale"), ("no idea", L5, "no rating found"), ("", L5, "the answer is empty"),
     ("1. The response is fine", L5, "no rating found"),
 ])
 def test_bad_ratings_are_rejected_with_reason(text, scale, error):

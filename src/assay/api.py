@@ -43,6 +43,7 @@ async def evaluate_async(
     worker_cpus: float | None = None,
     worker_gpus: float | None = None,
     estimate: bool = False,
+    retry_parse_failures: bool = False,
 ) -> RunResult | Estimate:
     """Judge a dataset's samples with a method and a judge; resume if ``run_dir`` holds this run.
 
@@ -80,6 +81,9 @@ async def evaluate_async(
         estimate: Call no judge: return the :class:`~assay.run.estimate.Estimate` of the run instead (calls and
             prompt / completion tokens per stage, its cost with ``prices``), counted by running the method
             against a stand-in judge. ``run_dir`` is only read (a resumed run's done units and cached calls).
+        retry_parse_failures: On resume, ask the parse-failed units again as a new attempt (their own cache
+            keys; the earlier answers kept in the trace, :class:`assay.run.reask.Reasking`). Off by default:
+            a deterministic judge answers the same.
     """
     # before the judge is loaded: a missing extra or a bad setting costs nothing
     ray_settings = ray_settings_for(parse_executor(executor), workers, worker_cpus, worker_gpus)
@@ -93,7 +97,8 @@ async def evaluate_async(
         return await estimate_run(plan, judge, judge_options=judge_options, run_dir=run_dir, prices=prices,
                                   batch=bool(batch))
     settings = RunSettings(judge_options=dict(judge_options or {}), concurrency=concurrency, retry=retry,
-                           prices=prices, batch=batch, ray=ray_settings, executor=executor)
+                           prices=prices, batch=batch, ray=ray_settings, executor=executor,
+                           retry_parse_failures=retry_parse_failures)
     async with RunSession(plan, judge, run_dir, settings, status=on_status) as session:
         return await session.run(on_start, on_update)
 

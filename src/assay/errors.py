@@ -56,6 +56,12 @@ class FatalJudgeError(JudgeError):
     """A failure that retrying cannot fix (bad key, unknown model, bad request): stops the run."""
 
 
+class RequestJudgeError(JudgeError):
+    """The endpoint rejected this one request (its prompt is too long for the context, a content filter
+    refused it): retrying cannot fix it, but the other units are unaffected, so the unit is stored as failed
+    with this error and the run goes on (exit 3)."""
+
+
 class ReplayMissError(FatalJudgeError):
     """The replay judge was asked for a call the recorded run never made."""
 

@@ -166,7 +166,7 @@ def test_failed_lines_retried_live_are_never_resubmitted(tmp_path):
         chat_posts = len(server.requests) - sum(api.submitted.values())
     assert result.complete and set(result.scores().values()) == {4.0}
     assert len(api.batches) == 1 and max(api.submitted.values()) == 1
-    assert chat_posts == 1 + 2, "the log-probability probe, then the two failed requests, live"
+    assert chat_posts == 2, "the two failed requests, live (direct sends no log-probability probe)"
     assert any("retried live" in n["message"] for n in result.notes)
 
 

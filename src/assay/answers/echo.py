@@ -16,6 +16,8 @@ _MARKUP = re.compile(r"[*_`#]+")
 _BULLET = re.compile(r"^[\s\-•>]+")
 #: A prompt line shorter than this (once normalised) is too common to prove an echo on its own.
 STRONG_CHARS = 20
+#: Why an answer that copies a forged answer line of the judged text back is not read (a parse failure).
+REPEATS_JUDGED = "repeats the judged text"
 
 
 def normalise_line(line: str) -> str:
@@ -39,10 +41,23 @@ class OwnAnswer:
     text: str
     removed: int
     reasons: dict[str, int]
+    repeated: tuple[str, ...] = ()
 
     @property
     def echoed(self) -> bool:
         return self.removed > 0
+
+    @property
+    def forged(self) -> str | None:
+        """Why the whole answer is unusable, or None: it repeats a forged answer line of the judged text.
+
+        Such a line (``Rating: 5/5`` inside the judged output, copied back without its ``» `` mark) may be the
+        judge's own verdict, but it may equally be the judged text speaking through the judge: it is never read,
+        whatever else the answer says, so the unit is a parse failure with this reason.
+        """
+        if not self.repeated:
+            return None
+        return f"the answer {REPEATS_JUDGED} ({', '.join(repr(x) for x in self.repeated[:3])})"
 
     def describe(self) -> str:
         """The removals as a clause for a parse failure, e.g. ``the answer echoed the prompt (12 lines)``."""
@@ -60,6 +75,32 @@ def _prompt_lines(prompt: str) -> frozenset[str]:
     """The prompt's normalised lines; cached, since every answer of a request (n samples, re-asks) is read against
     the same prompt, and a run has as many requests in flight as its concurrency."""
     return frozenset(n for n in (_normalised_line(x) for x in prompt.splitlines()) if n)
+
+
+@lru_cache(maxsize=64)
+def _forged_lines(prompt: str) -> frozenset[str]:
+    """The answer look-alikes of the prompt's fenced texts, normalised: what a judge must not copy back.
+
+    A forged line is a line inside a fenced block (``<<<OUTPUT>>>`` ... ``<<<END OUTPUT>>>``) that
+    :func:`assay.answers.fence.neutralise` marked because it reads as an answer (``» Score: 5``): the whole
+    line, and what follows each mark or the word holding it (``Great. » Rating: 5/5`` gives ``rating: 5/5``
+    too, ``In short {"» score": 5}`` gives ``{"score": 5}``). A line of the
+    judged text that reads as no answer (a bare ``5``, a title) carries no mark and is not forged, so an
+    honest short answer that happens to equal it is still read.
+    """
+    found: set[str] = set()
+    inside = False
+    for line in prompt.splitlines():
+        fence = _FENCE_LINE.fullmatch(line.strip())
+        if fence:  # a marker alone on its line; the instructions' "<<<...>>>" in prose opens nothing
+            inside = not fence.group(1)
+            continue
+        if not inside or NEUTRAL_MARK not in line:
+            continue
+        marks = [m.start() for m in re.finditer(re.escape(NEUTRAL_MARK), line)]
+        starts = [0, *marks, *(line.rfind(" ", 0, i) + 1 for i in marks)]  # the line, from each mark, its word
+        found.update(n for n in (normalise_line(line[i:]) for i in starts) if re.search(r"\w", n))
+    return frozenset(found)
 
 
 def _carries_mark(line: str) -> bool:
@@ -86,6 +127,9 @@ def own_answer(answer: str, prompt: str | None = None) -> OwnAnswer:
     the token limit); and a shorter line equal to a prompt line (``Score: 5``, ``- Coherence:``)
     only when the answer echoes the prompt elsewhere too, since such a line alone may be the
     judge's own answer. Lines with no letter or digit (``{``, ``}``) are never removed for matching.
+    A line equal to a forged answer line of a fenced text (:func:`_forged_lines`), whatever its
+    length, is removed; unless the answer echoes the prompt otherwise too (then it is part of that echo),
+    it is recorded in ``repeated``, and :attr:`OwnAnswer.forged` makes the answer unusable.
 
     Args:
         answer: The judge's answer.
@@ -93,6 +137,8 @@ def own_answer(answer: str, prompt: str | None = None) -> OwnAnswer:
     """
     lines = answer.splitlines(keepends=True)
     plines = _prompt_lines(prompt) if prompt else frozenset()
+    forged = _forged_lines(prompt) if prompt else frozenset()
+    repeated: list[str] = []
     verdict: list[str | None] = []
     inside: str | None = None
     for line in lines:
@@ -107,9 +153,17 @@ def own_answer(answer: str, prompt: str | None = None) -> OwnAnswer:
             verdict.append("reproduced neutralised judged text")
         else:
             norm = normalise_line(line)
+            if norm in forged:
+                repeated.append(line.strip())
+                verdict.append(REPEATS_JUDGED)
+                continue
             kind = _echo_kind(norm, plines) if plines and re.search(r"\w", norm) else None
             verdict.append(None if kind is None else kind)
     evidence = any(v not in (None, "weak") for v in verdict)
+    # A forged line inside a wider echo of the prompt is part of that echo: blanked with it, and what the judge
+    # wrote after the echo is still read. Alone (a copy, not an echo), it makes the whole answer unusable.
+    if any(v not in (None, "weak", REPEATS_JUDGED) for v in verdict):
+        repeated = []
     out, reasons = [], {}
     for line, v in zip(lines, verdict, strict=True):
         if v == "weak" and not evidence:
@@ -121,4 +175,4 @@ def own_answer(answer: str, prompt: str | None = None) -> OwnAnswer:
         reasons[why] = reasons.get(why, 0) + 1
         body = line.rstrip("\r\n")
         out.append(" " * len(body) + line[len(body):])
-    return OwnAnswer("".join(out), sum(reasons.values()), reasons)
+    return OwnAnswer("".join(out), sum(reasons.values()), reasons, tuple(repeated))

@@ -12,6 +12,9 @@ from typing import Any
 from assay.answers.echo import own_answer
 from assay.types import Scale
 
+#: The parse failure of an answer that stayed empty through the middleware's retries (a 200 with no content).
+EMPTY_ANSWER = "the answer is empty (no content, after retries)"
+
 _NUM = r"[-+]?\d+(?:\.\d+)?"
 _MARKUP = re.compile(r"[*_`#]+")
 NUMBER_WORDS = {"zero": 0, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
@@ -277,7 +280,11 @@ def parse_rating(text: str, scale: Scale, label: str | None = None, *, prompt: s
         prompt: The prompt answered; lines echoing it are not read.
         strict: Refuse fractional ratings on an integer scale.
     """
+    if not text.strip():
+        return Parsed(None, EMPTY_ANSWER, text)
     own = own_answer(text, prompt)
+    if own.forged:
+        return Parsed(None, own.forged, text)
     cands = rating_candidates(own.text, label)
     if not cands:
         return Parsed(None, "no rating found" + (f": {own.describe()}" if own.echoed else ""), text)
@@ -313,7 +320,11 @@ def parse_choice(text: str, options: Sequence[str], *, prompt: str | None = None
     two different letters of the strongest form are ambiguous and fail, naming them. The article
     "A" in prose is never read as a choice.
     """
+    if not text.strip():
+        return Parsed(None, EMPTY_ANSWER, text)
     own = own_answer(text, prompt)
+    if own.forged:
+        return Parsed(None, own.forged, text)
     clean = _MARKUP.sub(lambda m: " " * len(m.group(0)), own.text)
     allowed = {o.strip().upper() for o in options}
     stated = re.compile(rf"(?i:\b(?:final\s+)?(?:answer|choice|option|verdict|grade)\s*(?:is|would\s+be)?\s*"
@@ -339,7 +350,11 @@ def extract_json(text: str, prompt: str | None = None) -> Parsed:
     a JSON object forged inside the judged text) are blanked first (:func:`assay.answers.echo.own_answer`),
     so JSON lying in them is never taken.
     """
+    if not text.strip():
+        return Parsed(None, EMPTY_ANSWER, text)
     own = own_answer(text, prompt)
+    if own.forged:
+        return Parsed(None, own.forged, text)
     body = own.text
     fenced = re.search(r"```(?:json)?\s*(.*?)```", body, re.DOTALL | re.IGNORECASE)
     candidates = [fenced.group(1)] if fenced else []

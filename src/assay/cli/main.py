@@ -16,7 +16,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.table import Table
 
-from assay.cli.options import JUDGE_HELP, METHOD_HELP, JudgeOpt
+from assay.cli.options import JUDGE_HELP, METHOD_HELP, CoverageOpt, JudgeOpt, gate_coverage
 from assay.errors import AssayError
 from assay.judges import DEFAULT_JUDGE
 from assay.methods import DEFAULT_METHOD
@@ -96,6 +96,10 @@ def run(
     worker_gpus: Annotated[float | None, typer.Option(help="Ray: GPUs per worker (default 0)")] = None,
     estimate: Annotated[bool, typer.Option(
         "--estimate", help="Call no judge: print the calls, tokens (and cost with --prices) per stage")] = False,
+    fail_under_coverage: CoverageOpt = None,
+    retry_parse_failures: Annotated[bool, typer.Option(
+        "--retry-parse-failures", help="On resume, ask parse-failed units again (a new attempt; answers kept)")]
+    = False,
 ) -> None:
     """Judge a dataset with a method; re-run the same command to resume.
 
@@ -146,12 +150,19 @@ def run(
                           options=options, judge_options=judge_options(judge_opt), limit=limit, docs=docs,
                           concurrency=concurrency, retry=RetryPolicy(timeout_s=timeout, max_attempts=retries),
                           prices=price_table, on_start=on_start, on_update=on_update, on_status=on_status,
-                          batch=batch_options,
+                          batch=batch_options, retry_parse_failures=retry_parse_failures,
                           executor=executor, workers=workers, worker_cpus=worker_cpus, worker_gpus=worker_gpus)
     assert isinstance(result, RunResult)  # without estimate=True, evaluate runs
     _print_run(result, priced=price_table is not None)
     if not result.complete:
-        raise typer.Exit(EXIT_INCOMPLETE)
+        raise typer.Exit(EXIT_INCOMPLETE)  # before the coverage gate: re-running may still reach the bound
+    if fail_under_coverage is not None:
+        from assay.meta.coverage import coverage
+        from assay.meta.inputs import read_run
+
+        table = read_run(result.run_dir)
+        rows = [{"dimension": d, **coverage(table.dim(d))} for d in table.dimensions()]
+        gate_coverage(rows, fail_under_coverage, str(result.run_dir))
 
 
 def _batch_options(retry: str, poll_s: float) -> Any:
@@ -187,6 +198,11 @@ def _print_estimate(est: Any) -> None:
     out.print(f"completion tokens: {escape(est.completion_basis)}; re-asks: {est.reask_rate:g} per call (stated)")
     for line in est.assumptions:
         out.print(f"assumed: {escape(line)}")
+    if est.over_context:
+        shown = "; ".join(escape(u) for u in est.over_context[:5])
+        out.print(f"[yellow]{len(est.over_context)} unit(s) have a prompt over the judge's context of {est.n_ctx} "
+                  f"tokens[/] (with max_tokens; a run fails them): {shown}"
+                  + (" ..." if len(est.over_context) > 5 else "") + "; raise it with --judge-opt n_ctx=N")
     for kind, message in dict.fromkeys(est.notes):  # the method's, after stand-in answers: a run may differ
         out.print(f"[yellow]note ({escape(kind)}, on the stand-in answers):[/] {escape(message)}")
 

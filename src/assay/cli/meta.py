@@ -8,6 +8,8 @@ from typing import Annotated, Any
 
 import typer
 
+from assay.cli.options import CoverageOpt, gate_coverage
+
 LevelOpt = Annotated[str | None, typer.Option(
     "--level", "-l", help="sample (summary), system or dataset (turn); default: the dataset's convention")]
 DimOpt = Annotated[list[str] | None, typer.Option("--dimension", help="Repeatable; default: every scored one")]
@@ -137,6 +139,7 @@ def meta(
     judge_scale: JudgeScaleOpt = None,
     systems: Annotated[bool, typer.Option(help="With --human/--labels: per-system estimates and differences")]
     = True,
+    fail_under_coverage: CoverageOpt = None,
 ) -> None:
     """Correlation with human ratings as the papers print it: per dimension and average, with coverage; with
     --human or --labels, what humans would say (prediction-powered intervals from a few labels).
@@ -177,6 +180,8 @@ def meta(
             print_table(quality_table(res["quality_split"], res["measures"]))
     if json_path:
         write_json(json_path, results[0] if len(results) == 1 else results)
+    for src, res in zip(sources, results, strict=True):  # after every table and the JSON: the gate only decides
+        gate_coverage(res["rows"], fail_under_coverage, str(src))
 
 
 def parse_scales(pairs: list[str] | None) -> dict[str, tuple[float, float]]:

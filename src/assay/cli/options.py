@@ -90,3 +90,32 @@ def flags_to_options(args: list[str], model: type[BaseModel], method: str) -> di
         else:
             out[key] = value
     return out
+
+
+#: Exit code of ``assay run`` and ``assay meta`` when a dimension's coverage is below ``--fail-under-coverage``
+#: (docs/judges.md, "Exit codes"): apart from 1 (an error) and 3 (units failed or undone: re-run to retry).
+EXIT_COVERAGE = 4
+CoverageOpt = Annotated[float | None, typer.Option(
+    "--fail-under-coverage", min=0.0, max=1.0,
+    help=f"Exit {EXIT_COVERAGE} when a dimension's coverage (scored / asked) is below this share, e.g. 0.95 (CI)")]
+
+
+def gate_coverage(rows: list[dict[str, Any]], bound: float | None, where: str) -> None:
+    """Stop with :data:`EXIT_COVERAGE` when a dimension row's coverage is below ``bound``, naming each one.
+
+    Args:
+        rows: Dimension rows with ``dimension``, ``coverage``, ``scored`` and ``items`` (``meta_evaluate``'s).
+        bound: ``--fail-under-coverage``; None: no gate.
+        where: The run or scores file, for the message.
+    """
+    if bound is None:
+        return
+    from assay.cli.main import console
+    from assay.meta.coverage import below_coverage
+
+    low = below_coverage(rows, bound)
+    if low:
+        named = ", ".join(f"{r['dimension']} {r['coverage'] or 0.0:.3f} ({r['scored']} of {r['items']} scored)"
+                          for r in low)
+        console.print(f"[red]coverage below --fail-under-coverage {bound:g}[/] in {where}: {named}")
+        raise typer.Exit(EXIT_COVERAGE)

@@ -41,6 +41,8 @@ class Request(BaseModel):
             OpenAI-compatible server accepts a schema. Implies ``json_mode``.
         sample_index: Distinguishes repeated draws of an otherwise identical sampled request,
             so that the cache keeps them apart instead of collapsing a sampling estimate.
+        attempt: The unit's re-ask round (``--retry-parse-failures``; 0 the first time): part of the key even
+            for a greedy request, so that the cache does not hand back the answer that failed to parse.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -56,6 +58,7 @@ class Request(BaseModel):
     json_mode: bool = False
     json_schema: str | None = None
     sample_index: int = 0
+    attempt: int = 0
 
     @classmethod
     def chat(cls, prompt: str, *, system: str | None = None, **settings: Any) -> Request:
@@ -75,6 +78,8 @@ class Request(BaseModel):
             data["sample_index"] = 0
         if data["json_schema"] is None:
             del data["json_schema"]  # keys of requests without a schema stay as they were
+        if not data["attempt"]:
+            del data["attempt"]  # likewise for a unit's first attempt (only --retry-parse-failures sets one)
         return data
 
 

@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from assay.errors import ConfigError, FatalJudgeError
+from assay.errors import ConfigError, FatalJudgeError, RequestJudgeError
 from assay.judges.base import Choice, Judge, JudgeIdentity, Request, Response, TokenLogprobs, TopToken
 from assay.judges.cpu import apply_wait_policy, free_threads, read_busy_cores, usable_cores
 from assay.judges.native import (
@@ -307,8 +307,8 @@ class LlamaCppJudge(Judge):
             self._check_open()
             start = time.perf_counter()
             prompt = self.prompt_tokens(request)
-            if len(prompt) + request.max_tokens > self._llm.n_ctx():
-                raise ConfigError(
+            if len(prompt) + request.max_tokens > self._llm.n_ctx():  # this unit's prompt: it fails, the run goes on
+                raise RequestJudgeError(
                     f"prompt of {len(prompt)} tokens + {request.max_tokens} to generate exceeds the embedded "
                     f"judge's context of {self._llm.n_ctx()} tokens; pass --judge-opt n_ctx=8192")
             choices = []

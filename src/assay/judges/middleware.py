@@ -9,6 +9,7 @@ import json
 import random
 from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -23,7 +24,7 @@ from pydantic import (
 )
 
 from assay.common.files import load_model
-from assay.errors import ConfigError, FatalJudgeError, JudgeError, TransientJudgeError
+from assay.errors import ConfigError, FatalJudgeError, JudgeError, RequestJudgeError, TransientJudgeError
 from assay.judges.ask import charge, usage_of
 from assay.judges.base import Judge, JudgeIdentity, Request, Response
 from assay.types import Usage
@@ -146,6 +147,21 @@ class Ledger:
         return total
 
 
+#: The re-ask round of the unit being judged (``--retry-parse-failures``, :class:`assay.run.reask.Reasking`): put
+#: into each of its requests, so that they are new calls with their own cache keys. 0: a first attempt.
+reask_attempt: ContextVar[int] = ContextVar("assay_reask_attempt", default=0)
+
+
+def empty_answer(response: Response) -> bool:
+    """Whether a 200 answer holds nothing at all: choices, every one without text or log-probabilities.
+
+    An empty answer is a server glitch more often than the judge's verdict, so it is retried like a transient
+    error; if it stays empty, the method records it as a parse failure ("the answer is empty"). An answer
+    with fewer choices than asked (a server capping ``n``) is none: G-Eval's sampling asks for the rest.
+    """
+    return bool(response.choices) and not any(c.text.strip() or c.logprobs for c in response.choices)
+
+
 @dataclass
 class _Flight:
     """One judge call in flight and how many callers await it.
@@ -234,6 +250,8 @@ class ManagedJudge:
         """
         if self.sample_offset:
             request = request.model_copy(update={"sample_index": request.sample_index + self.sample_offset})
+        if (attempt := reask_attempt.get()) and not request.attempt:
+            request = request.model_copy(update={"attempt": attempt})
         key = call_key(self.identity, request)
         hit = self._cached(key)
         if hit is not None:
@@ -289,8 +307,15 @@ class ManagedJudge:
                 return hit
             try:
                 async with asyncio.timeout(self.retry.timeout_s):  # unlike wait_for on 3.11, no task per call
-                    return await self.inner.generate(request)
+                    response = await self.inner.generate(request)
+                if attempt == self.retry.max_attempts or not empty_answer(response):
+                    return response  # an answer empty to the end is the method's to record (a parse failure)
+                raise TransientJudgeError("the judge answered with empty content")
             except FatalJudgeError:
+                raise
+            except RequestJudgeError as exc:  # this request only: its unit fails, the run goes on
+                self.ledger.failures += 1
+                exc.attempts = attempt
                 raise
             except (TransientJudgeError, TimeoutError) as exc:
                 last = exc if isinstance(exc, JudgeError) else TransientJudgeError(

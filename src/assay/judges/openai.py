@@ -16,7 +16,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit, urlunsplit
 
-from assay.errors import ConfigError, FatalJudgeError, JudgeError, TransientJudgeError
+from assay.errors import ConfigError, FatalJudgeError, JudgeError, RequestJudgeError, TransientJudgeError
 from assay.judges.base import (
     Choice,
     Judge,
@@ -50,6 +50,8 @@ class OpenAIJudge(Judge):
             the next request evaluates only what follows the shared prefix). Opt-in, since OpenAI's API refuses
             unknown fields; recent llama.cpp servers cache by default. Part of the identity when set, since
             llama.cpp warns that a reused cache may change logits slightly (other batch sizes).
+        n_ctx: The endpoint's context size in tokens, where you know it (``--judge-opt n_ctx=N``): ``--estimate``
+            then names the units whose prompt exceeds it. Not part of the identity (it changes no answer).
     """
 
     default_concurrency = 16
@@ -64,6 +66,7 @@ class OpenAIJudge(Judge):
     def __init__(
         self, model: str, base_url: str | None = None, *, api_key: str | None = None,
         timeout: float = 120.0, logprobs: bool | None = None, cache_prompt: bool | None = None,
+        n_ctx: int | None = None,
     ) -> None:
         if importlib.util.find_spec("openai") is None:  # pragma: no cover - openai is a core dependency
             raise ConfigError("the openai judge needs the 'openai' package: pip install openai")
@@ -90,6 +93,7 @@ class OpenAIJudge(Judge):
         self._headers = {"Authorization": f"Bearer {key}", "Content-Type": "application/json",
                          "Accept": "application/json"} | auth
         self._cache_prompt = cache_prompt
+        self.n_ctx = n_ctx
         self.identity = JudgeIdentity(backend="openai", model=model, base_url=public_url(base_url),
                                       settings={} if cache_prompt is None else {"cache_prompt": cache_prompt})
         self._secrets = secrets_of(key if key != "not-needed" else None, base_url)
@@ -327,10 +331,29 @@ class HTTPStatusError(Exception):
         self.status_code = status_code
 
 
-def status_error(status: int, headers: Mapping[str, str], body: str, label: str, where: str) -> JudgeError:
-    """The judge error for a non-2xx answer (pure): 408, 409, 429 and 5xx are transient, the rest fatal.
+#: What an error body says when the request itself, not the run's settings, was refused: its prompt is too long
+#: for the context (OpenAI's ``context_length_exceeded``, vLLM's "maximum context length", llama.cpp's
+#: ``exceed_context_size_error``), or a content filter refused it (OpenAI, Azure's ``content_filter``).
+_REQUEST_SPECIFIC = re.compile(
+    r"context[_ ]length|context[_ ]size|context window|maximum context|prompt is too long|too many (?:input )?tokens"
+    r"|string too long|exceeds? (?:the )?(?:available |maximum )?(?:context|token|length)|content[_ ]filter"
+    r"|content (?:management )?policy|responsible ?ai|safety system|flagged|invalid[_ ]prompt", re.IGNORECASE)
 
-    A transient error carries the wait the server asked for (Retry-After, retry-after-ms); a fatal one
+
+def request_specific(status: int, body: str) -> bool:
+    """Whether a 4xx refuses this request only (pure): HTTP 413, or a 400/422 whose body (message or code)
+    names the prompt's length or a content filter. A refusal of log-probabilities, a parameter, the key or
+    the model is the same for every request of the run, so it is no such refusal."""
+    if status == 413:
+        return True
+    return status in (400, 422) and "logprob" not in body.lower() and bool(_REQUEST_SPECIFIC.search(body))
+
+
+def status_error(status: int, headers: Mapping[str, str], body: str, label: str, where: str) -> JudgeError:
+    """The judge error for a non-2xx answer (pure): 408, 409, 429 and 5xx are transient; a refusal of this
+    request's prompt (:func:`request_specific`) fails its unit only; the rest (key, model, parameters) is fatal.
+
+    A transient error carries the wait the server asked for (Retry-After, retry-after-ms); the others
     the server's own message, so the user sees why a request was rejected.
     """
     message = server_message(body)
@@ -344,6 +367,8 @@ def status_error(status: int, headers: Mapping[str, str], body: str, label: str,
         err = FatalJudgeError(f"{label}: the endpoint refused the credentials (HTTP {status}); check OPENAI_API_KEY")
     elif status == 404:
         err = FatalJudgeError(f"{label}: model or endpoint not found (HTTP 404) at {where}: {message}")
+    elif request_specific(status, body):
+        err = RequestJudgeError(f"{label}: this request was rejected (HTTP {status}): {message}")
     else:
         err = FatalJudgeError(f"{label}: request rejected (HTTP {status}): {message}")
     err.__cause__ = cause

@@ -214,6 +214,15 @@ class Method(abc.ABC):
     #: The artifacts this method's build steps write outside a run, by the name ``assay.prepare`` takes.
     builds: ClassVar[dict[str, ArtifactKind]] = {}
 
+    @property
+    def reads_logprobs(self) -> bool:
+        """Whether this instance, as configured, reads log-probabilities where the judge gives them.
+
+        The run probes the judge for them only then (``api._detect_capabilities``): a method that never reads
+        them must not be stopped, nor pay, for a probe whose answer it ignores. Default False.
+        """
+        return False
+
     def __init__(self, options: MethodOptions | dict[str, Any] | None = None) -> None:
         if options is None:
             options = {}

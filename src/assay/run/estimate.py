@@ -93,6 +93,10 @@ class Estimate:
         assumptions: What the estimate assumed (capabilities not probed, stand-ins used).
         notes: The method's notes during the estimate (fallbacks it would take).
         priced: Whether a price table priced the rows.
+        n_ctx: The judge's context size where it is known (the embedded judge's ``n_ctx``, an ``openai:`` judge's
+            ``--judge-opt n_ctx=N``), else None.
+        over_context: Units with a prompt that, with its ``max_tokens``, exceeds ``n_ctx`` (``sample / dimension
+            (N prompt tokens)``): a run would fail them (issue 23), so they are named before any call.
     """
 
     method: str
@@ -108,6 +112,8 @@ class Estimate:
     assumptions: list[str] = field(default_factory=list)
     notes: list[tuple[str, str]] = field(default_factory=list)
     priced: bool = False
+    n_ctx: int | None = None
+    over_context: list[str] = field(default_factory=list)
 
     def total(self) -> StageEstimate:
         """All stages summed."""
@@ -192,6 +198,8 @@ class CountingJudge(ManagedJudge):
         super().__init__(_NoCall(identity, logprobs), cache=cache)
         self.counter = counter
         self.standin = standin  # the method's own stand-in answers first (Method.standin)
+        self.n_ctx: int | None = None
+        self.over: list[int] = []  # prompt tokens of each call over n_ctx
         self.rows: dict[str, StageEstimate] = {}
         self._answered: dict[str, Response] = {}
         self._items: dict[str, dict[str, str]] = {}  # decomposed text -> {item a stand-in listed: its stage}
@@ -212,7 +220,10 @@ class CountingJudge(ManagedJudge):
         text = self.standin(request, stage) or standin_answer(request)
         row.calls += 1
         row.exact_calls += after is None
-        row.prompt_tokens += self.counter.prompt(request)
+        prompt_tokens = self.counter.prompt(request)
+        row.prompt_tokens += prompt_tokens
+        if self.n_ctx is not None and prompt_tokens + request.max_tokens > self.n_ctx:
+            self.over.append(prompt_tokens)
         row.completion_tokens += self.counter.text(text) * request.n
         row.completion_tokens_max += request.max_tokens * request.n
         row.why = _why(row.why, after)
@@ -331,6 +342,9 @@ async def estimate_run(plan: RunPlan, judge: str | Judge, *, judge_options: dict
             store.check(plan.fingerprint(identity), before_prepare=True)
         counting = CountingJudge(identity, logprobs, counter, store.calls if store is not None else None,
                                  standin=meth.standin)
+        counting.n_ctx = (identity.settings.get("n_ctx") if identity.backend == "llamacpp"
+                          else (judge_options or {}).get("n_ctx", getattr(judge, "n_ctx", None)))
+        over_context: list[str] = []
         notes: list[tuple[str, str]] = []
         ctx = RunContext(dataset=dataset, dimensions=dims, judge=counting, note=lambda k, m: notes.append((k, m)),
                          artifacts=lambda name, text: content_hash(text))
@@ -339,8 +353,11 @@ async def estimate_run(plan: RunPlan, judge: str | Judge, *, judge_options: dict
         done = store.done_units() if store is not None else set()
         units = order_units(dataset.samples, dims, done, by=meth.unit_order)
         for sample, dim in units:
+            before = len(counting.over)
             with _scoped(_texts(sample), prep.after), attributed():
                 await meth.score(sample, dim, ctx)
+            if len(counting.over) > before:
+                over_context.append(f"{sample.id} / {dim.name} ({max(counting.over[before:])} prompt tokens)")
     finally:
         if store is not None:
             store.close()
@@ -352,7 +369,8 @@ async def estimate_run(plan: RunPlan, judge: str | Judge, *, judge_options: dict
                     units_done=len(dataset.samples) * len(dims) - len(units), stages=rows,
                     tokenizer=counter.name, tokenizer_exact=counter.exact,
                     completion_basis="the stand-in answers' length (completion_tokens_max: the max_tokens bound)",
-                    reask_rate=reask_rate, assumptions=assumptions, notes=notes, priced=prices is not None)
+                    reask_rate=reask_rate, assumptions=assumptions, notes=notes, priced=prices is not None,
+                    n_ctx=counting.n_ctx, over_context=over_context)
 
 
 def _reask_rows(rows: Any, rate: float, counter: TokenCounter) -> list[StageEstimate]:

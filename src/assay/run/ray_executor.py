@@ -19,6 +19,12 @@ Design (docs/scale.md has the operator's view):
 - A dead actor (killed, out of memory, node lost) is replaced by the driver, up to :data:`MAX_REPLACEMENTS` times per
   worker; the units it had not returned are re-queued and a note records it. Units whose judgment the driver
   already stored are never re-queued; calls it already stored are answered from the cache.
+- A dead driver (SIGKILL, a lost node) is noticed by its actors before each call they would start
+  (:class:`DriverLife`: on the driver's node its process, elsewhere Ray's job table): they start none, since Ray
+  takes about 1.5 s to end them and nobody would store the answers. An answer that arrives after the driver died
+  is written, on the driver's node, to a side file in the run directory (:data:`LATE_CALLS`, one file per actor,
+  each actor its file's only writer), which the next run's driver takes into the call cache
+  (:func:`assay.run.late_calls.take_late_calls`): the store keeps its one writer.
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ import asyncio
 import contextlib
 import functools
 import os
+import time
 import uuid
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable
@@ -41,6 +48,7 @@ from assay.judges.base import JudgeIdentity, Request, Response
 from assay.judges.middleware import Ledger, call_key
 from assay.methods.base import Method, RunContext
 from assay.run.executor import Progress, Unit, default_unit_concurrency, failed_judgment
+from assay.run.late_calls import LATE_CALLS, late_call_line
 from assay.run.store import RunStore
 from assay.types import Judgment, Usage
 
@@ -215,6 +223,93 @@ def judge_source(judge: str | Judge, options: dict[str, Any] | None) -> Callable
 
 # -- the worker side ----------------------------------------------------------------------------------------------
 
+
+def _start_time(pid: int) -> str | None:
+    """A process's start time (``/proc/PID/stat`` field 22), which tells a live driver from a reused pid; None
+    when there is no such process (or no /proc)."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as fh:
+            fields = fh.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return None if fields[0] in ("Z", "X") else fields[19]  # a zombie is dead, only not reaped yet
+
+
+@dataclass(frozen=True)
+class DriverLife:
+    """Who the driver is, so that its actors can tell when it is gone (before each call they would start).
+
+    Attributes:
+        node_id: The Ray node the driver runs on.
+        pid: The driver's process id.
+        started: Its start time (:func:`_start_time`), or None where /proc is missing (then ``os.kill(pid, 0)``).
+        job_id: The driver's Ray job, looked up in Ray's job table by actors on other nodes.
+        run_dir: The run directory (on the driver's node) where answers that arrive too late are kept.
+    """
+
+    node_id: str
+    pid: int
+    started: str | None
+    job_id: str
+    run_dir: str
+
+    @classmethod
+    def here(cls, ray: Any, run_dir: str) -> DriverLife:
+        ctx = ray.get_runtime_context()
+        return cls(ctx.get_node_id(), os.getpid(), _start_time(os.getpid()), ctx.get_job_id(), run_dir)
+
+
+class DriverWatch:
+    """An actor's view of its driver's life: cheap on the driver's node (a /proc read), throttled elsewhere."""
+
+    #: Seconds between two looks at Ray's job table from another node.
+    JOB_TABLE_EVERY_S = 0.25
+
+    def __init__(self, life: DriverLife | None, node_id: str | None) -> None:
+        self.life = life
+        self.local = life is not None and node_id == life.node_id
+        self._dead = False
+        self._looked = 0.0
+
+    def gone(self) -> bool:
+        if self.life is None or self._dead:
+            return self._dead
+        if self.local:
+            if self.life.started is not None:
+                self._dead = _start_time(self.life.pid) != self.life.started
+            else:
+                try:
+                    os.kill(self.life.pid, 0)
+                except ProcessLookupError:
+                    self._dead = True
+                except OSError:
+                    pass
+        elif time.monotonic() - self._looked >= self.JOB_TABLE_EVERY_S:
+            self._looked = time.monotonic()
+            self._dead = _job_dead(self.life.job_id)
+        return self._dead
+
+    def keep_late(self, name: str, key: str, request: Request, response: Response) -> bool:
+        """Append an answer that arrived after the driver died to this actor's side file; False where none can be
+        written (an actor on another node: the run directory is not there)."""
+        if not self.local or self.life is None:
+            return False
+        folder = os.path.join(self.life.run_dir, LATE_CALLS)
+        os.makedirs(folder, exist_ok=True)
+        with open(os.path.join(folder, f"{name}.jsonl"), "a", encoding="utf-8") as fh:
+            fh.write(late_call_line(key, request, response))
+        return True
+
+
+def _job_dead(job_id: str) -> bool:
+    """Whether Ray's job table says the job ended (its driver died); False when it cannot be read."""
+    try:
+        from ray._private.state import state  # no public call gives one job's state without the dashboard
+
+        return any(j.get("JobID") == job_id and j.get("IsDead") for j in state.job_table())
+    except Exception:
+        return False
+
 #: Where the calls, usage and notes of the unit group being judged are sent (set per group, inherited by tasks).
 _sink: ContextVar[Callable[[tuple[Any, ...]], None] | None] = ContextVar("assay_ray_sink", default=None)
 
@@ -236,11 +331,14 @@ class StreamingLedger(Ledger):
 class RelayCache:
     """A worker's call cache: answers it already has, else the reader's; new answers go to the driver.
 
-    It writes nothing itself: :meth:`put_call` sends the call to the driver, which writes the run store.
+    It writes nothing itself: :meth:`put_call` sends the call to the driver, which writes the run store; once the
+    driver is gone, to the actor's side file instead (:meth:`DriverWatch.keep_late`).
     """
 
-    def __init__(self) -> None:
+    def __init__(self, watch: DriverWatch | None = None, name: str = "worker") -> None:
         self.known: OrderedDict[str, Response | None] = OrderedDict()
+        self.watch = watch
+        self.name = name
 
     def remember(self, key: str, response: Response | None) -> None:
         self.known[key] = response
@@ -253,6 +351,8 @@ class RelayCache:
 
     def put_call(self, key: str, identity: JudgeIdentity, request: Request, response: Response) -> None:
         self.remember(key, response)
+        if self.watch is not None and self.watch.gone() and self.watch.keep_late(self.name, key, request, response):
+            return
         _emit(("call", key, request, response))
 
 
@@ -273,6 +373,13 @@ class WorkerJudge(ManagedJudge):
                 self._relay.remember(key, stored)
         return await super().generate(request, stage=stage)
 
+    async def _with_retries(self, key: str, request: Request) -> Response:
+        """Start no call once the driver is gone: nobody would store its answer, and Ray ends the actor late."""
+        watch = self._relay.watch
+        if watch is not None and watch.gone():
+            raise FatalJudgeError("ray worker: the driver is gone; no new call is started")
+        return await super()._with_retries(key, request)
+
 
 class JudgeWorker:
     """One actor: its own judge (built once), the prepared method, and the group it is judging.
@@ -284,12 +391,18 @@ class JudgeWorker:
         reader: The :class:`CacheReader` actor.
         concurrency: This actor's calls in flight.
         retry / prices: As in the local run.
+        driver: Who the driver is (None: never checked), so that the actor stops when it is gone.
+        name: The actor's name (its side file's name).
     """
 
     def __init__(self, build_judge: Callable[[], Judge], method: Method, ctx_parts: dict[str, Any], reader: Any,
-                 concurrency: int, retry: RetryPolicy | None, prices: PriceTable | None) -> None:
-        self.judge = WorkerJudge(build_judge(), reader, RelayCache(), concurrency=concurrency, retry=retry,
-                                 prices=prices, ledger=StreamingLedger())
+                 concurrency: int, retry: RetryPolicy | None, prices: PriceTable | None,
+                 driver: DriverLife | None = None, name: str = "worker") -> None:
+        import ray
+
+        watch = DriverWatch(driver, ray.get_runtime_context().get_node_id() if driver is not None else None)
+        self.judge = WorkerJudge(build_judge(), reader, RelayCache(watch, name), concurrency=concurrency,
+                                 retry=retry, prices=prices, ledger=StreamingLedger())
         self.method = method
         self.ctx = RunContext(judge=self.judge, note=lambda kind, message: _emit(("note", kind, message)),
                               artifacts=self._artifact, **ctx_parts)
@@ -538,7 +651,9 @@ async def execute_ray(method: Method, units: list[Unit], ctx: RunContext, store:
         pin = ray.util.scheduling_strategies.NodeAffinitySchedulingStrategy(node_id=here, soft=False)
         reader = ray.remote(CacheReader).options(num_cpus=0, scheduling_strategy=pin).remote(str(store.run_dir))
         try:
-            make_actor = await _actor_factory(ray, reader, build, method, ctx, settings, per_actor, retry, prices)
+            life = DriverLife.here(ray, str(store.run_dir))
+            make_actor = await _actor_factory(ray, reader, build, method, ctx, settings, per_actor, retry, prices,
+                                              life)
             return await RayRun(ray, method, ctx, store, settings, make_actor, on_update).run(units)
         finally:
             ray.kill(reader)
@@ -549,7 +664,7 @@ async def execute_ray(method: Method, units: list[Unit], ctx: RunContext, store:
 
 async def _actor_factory(ray: Any, reader: Any, build: Callable[[], Judge], method: Method, ctx: RunContext,
                          settings: RaySettings, per_actor: list[int], retry: RetryPolicy | None,
-                         prices: PriceTable | None) -> Callable[[int], Any]:
+                         prices: PriceTable | None, life: DriverLife) -> Callable[[int], Any]:
     """What starts worker ``i``'s actor, once the reader has opened the store and the shared objects are put.
 
     Raises:
@@ -570,8 +685,8 @@ async def _actor_factory(ray: Any, reader: Any, build: Callable[[], Judge], meth
     remote_worker = ray.remote(JudgeWorker)
 
     def make_actor(i: int) -> Any:
+        name = f"assay-worker-{i}-{uuid.uuid4().hex[:8]}"
         return remote_worker.options(num_cpus=settings.cpus, num_gpus=settings.gpus, max_restarts=0,
-                                     name=f"assay-worker-{i}-{uuid.uuid4().hex[:8]}").remote(
-            *shared, reader, per_actor[i], retry, prices)
+                                     name=name).remote(*shared, reader, per_actor[i], retry, prices, life, name)
 
     return make_actor

@@ -30,6 +30,8 @@ from assay.judges.batch import BATCH_CONCURRENCY, BatchJudge, BatchOptions, batc
 from assay.judges.batch import WAIT_S as BATCH_WAIT_S
 from assay.methods import Method, RunContext, make_method
 from assay.run.executor import Progress, default_unit_concurrency, execute, order_units
+from assay.run.late_calls import take_late_calls
+from assay.run.reask import Reasking, parse_failures
 from assay.run.store import RunStore, check_run_dir
 from assay.types import Dimension, Judgment, Sample, Usage
 
@@ -147,6 +149,7 @@ class RunSettings:
         batch: Send calls through the provider's batch API (True for the defaults, or the options).
         ray: Ray settings (:func:`assay.run.ray_executor.ray_settings_for`), or None for the local executor.
         executor: The executor as named (recorded in the usage sessions).
+        retry_parse_failures: On resume, ask the parse-failed units again as a new attempt.
     """
 
     judge_options: dict[str, Any] = field(default_factory=dict)
@@ -156,6 +159,7 @@ class RunSettings:
     batch: bool | BatchOptions = False
     ray: Any = None
     executor: str = "local"
+    retry_parse_failures: bool = False
 
 
 class RunSession:
@@ -235,8 +239,14 @@ class RunSession:
             _note_unfinished_batches(store)
 
     async def detect(self) -> None:
-        """Ask the judge once what it supports (log-probabilities), and note a method's fallback."""
+        """Ask the judge once what it supports (log-probabilities), and note a method's fallback. Only a method
+        that reads log-probabilities sends the probe (an always-failing judge stopped ``direct`` there); the
+        others record that none was sent."""
         store, bare = self._opened()
+        method = self.plan.method
+        if not method.reads_logprobs:
+            self.logprobs_reason = f"not probed: {method.name} as configured reads no log-probabilities"
+            return
         self.status(f"checking what {bare.identity.label} supports")
         self.logprobs_reason = await detect_capabilities(bare, store, self._retry)
         managed = self.managed
@@ -279,6 +289,9 @@ class RunSession:
             "started_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         }
         self.resumed = store.begin(manifest, upgrade=plan.method.Options.upgrade_settings)
+        if late := take_late_calls(store, bare.identity):  # what a killed driver's Ray actors kept
+            self.note("executor", f"{late} answer(s) that arrived after the previous run's driver was killed were "
+                                  "taken into the call cache (not paid again)")
         store.put_samples(plan.dataset.samples)
 
     async def execute(self, on_start: Callable[[int, int], None] | None = None,
@@ -288,7 +301,11 @@ class RunSession:
         store, _ = self._opened()
         plan, managed, ctx, s = self.plan, self.managed, self.ctx, self.settings
         assert managed is not None and ctx is not None, "prepare() comes before execute()"
-        units = order_units(plan.dataset.samples, plan.dimensions, store.done_units(), by=plan.method.unit_order)
+        done, runner = store.done_units(), plan.method
+        if s.retry_parse_failures and (again := parse_failures(store)):  # re-asked as a new attempt (run/reask.py)
+            done, runner = done - again.keys(), Reasking(plan.method, again)
+            self.note("resume", f"--retry-parse-failures: {len(again)} parse-failed unit(s) asked again (new attempt)")
+        units = order_units(plan.dataset.samples, plan.dimensions, done, by=plan.method.unit_order)
         if on_start:
             on_start(len(units), len(plan.dataset.samples) * len(plan.dimensions) - len(units))
         update = (lambda p: on_update(p, managed)) if on_update else None
@@ -296,13 +313,13 @@ class RunSession:
             if s.ray is not None:
                 from assay.run.ray_executor import execute_ray
 
-                _, self.progress = await execute_ray(plan.method, units, ctx, store, s.ray, judge=self.judge_spec,
+                _, self.progress = await execute_ray(runner, units, ctx, store, s.ray, judge=self.judge_spec,
                                                      judge_options=s.judge_options, concurrency=s.concurrency,
                                                      retry=s.retry, prices=s.prices, on_update=update)
             else:
                 batcher = self.batcher
                 self.progress = (await execute(
-                    plan.method, units, ctx, store,
+                    runner, units, ctx, store,
                     concurrency=len(units) if batcher is not None else default_unit_concurrency(managed),
                     on_update=update, unit_scope=batcher.unit if batcher is not None else None))[1]
         finally:

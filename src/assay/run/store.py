@@ -224,21 +224,23 @@ class RunStore:
         return set(self._db.execute("SELECT sample_id, dimension FROM judgments WHERE status != 'failed'"))
 
     def add_judgment(self, j: Judgment) -> None:
-        """Write one judgment. A failed unit's row is replaced by its new outcome; a second judgment
-        for a scored or parse-failed unit is an error, never a duplicate.
+        """Write one judgment. A failed unit's row is replaced by its new outcome, and so is a parse-failed one
+        by a re-ask that records it (``previous_attempts`` in the trace: ``--retry-parse-failures``); any other
+        second judgment for a unit is an error, never a duplicate.
 
         One statement, committed on its own (a killed run keeps every judgment written before): the upsert
-        replaces a failed row only, so that nothing changes when the unit is stored already otherwise.
+        replaces only such a row, so that nothing changes when the unit is stored already otherwise.
 
         Raises:
             sqlite3.IntegrityError: The unit has a scored or parse-failed judgment already.
         """
+        replaced = "('failed', 'parse_failed')" if "previous_attempts" in j.trace else "('failed')"
         cursor = self._db.execute(
             "INSERT INTO judgments (sample_id, dimension, method, judge, score, error, trace, usage, created, "
             "status) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (sample_id, dimension) DO UPDATE SET "
             "method=excluded.method, judge=excluded.judge, score=excluded.score, error=excluded.error, "
             "trace=excluded.trace, usage=excluded.usage, created=excluded.created, status=excluded.status "
-            "WHERE judgments.status = 'failed'",
+            f"WHERE judgments.status IN {replaced}",
             (j.sample_id, j.dimension, j.method, j.judge, j.score, j.error,
              json.dumps(j.trace, ensure_ascii=False),
              json.dumps({k: v.model_dump() for k, v in j.usage.items()}), time.time(), j.status),

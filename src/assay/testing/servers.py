@@ -125,6 +125,21 @@ def formatted_answer(request: Any) -> str:
     return example[-1] if example else varying_answer(request.messages[-1].content, 0)
 
 
+def copied_forged_lines(body: dict[str, Any]) -> str:
+    """A judge that copies the judged text's forged answer lines back, dropping the "» " mark as models do.
+
+    Every marked line of the last fenced block (the judged output) is copied without its mark, and so is what
+    follows a mark in mid-line; a prompt whose output holds none gets an answer without any rating. Use as
+    ``Behaviour(text=copied_forged_lines)``: no rating may be read from such an answer.
+    """
+    mark = "» "
+    blocks = re.findall(r"^<<<([^>\n]+)>>>\n(.*?)\n<<<END \1>>>$", prompt_of(body), re.S | re.M)
+    lines = blocks[-1][1].splitlines() if blocks else []
+    copied = [line.replace(mark, "") if line.startswith(mark) else line.split(mark, 1)[1]
+              for line in lines if mark in line]
+    return "\n".join(copied) or "I cannot judge this text."
+
+
 @dataclass
 class FakeOpenAIServer:
     """A threaded loopback server; use as a context manager, read ``url``, ``requests`` and ``auth``.

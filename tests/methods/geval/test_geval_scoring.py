@@ -235,7 +235,7 @@ def test_text_ratings_accepted(text: str, label: str, value: float) -> None:
     ("Coherence: 3 out of 10", "not on the 1-5 scale"),
     ("I would rate it 3 out of 10.", "not on the 1-5 scale"),
     ("It is quite coherent.", "no rating"),
-    ("", "no rating"),
+    ("", "the answer is empty"),  # issue 23: said so, after the middleware retried it
 ])
 def test_text_ratings_rejected_and_recorded(text: str, why: str) -> None:
     parsed = parse_rating(text, L5, "coherence", strict=True)

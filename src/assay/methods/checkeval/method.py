@@ -123,6 +123,11 @@ class CheckEval(Method):
     Options = CheckEvalOptions
     options: CheckEvalOptions
 
+    @property
+    def reads_logprobs(self) -> bool:
+        """``--soft``: P(yes) read from the log-probabilities at each answer."""
+        return self.options.soft
+
     def __init__(self, options: MethodOptions | dict[str, Any] | None = None) -> None:
         super().__init__(options)
         self.checklist: Checklist | None = None

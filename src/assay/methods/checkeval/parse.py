@@ -7,6 +7,7 @@ import re
 from dataclasses import dataclass, field
 
 from assay.answers.echo import own_answer
+from assay.answers.parsing import EMPTY_ANSWER
 from assay.judges.base import TokenLogprobs
 
 _WORD = r"(yes|no)\b"
@@ -99,7 +100,15 @@ def parse_answers(text: str, n: int, prompt: str | None = None) -> ParsedAnswers
     with ``prompt``, lines echoing it (see :func:`echo_reference` and :func:`assay.answers.echo.own_answer`).
     """
     out = ParsedAnswers()
+    if not text.strip():
+        out.reasons = dict.fromkeys(range(1, n + 1), EMPTY_ANSWER)
+        out.notes.append(EMPTY_ANSWER)
+        return out
     own = own_answer(text, echo_reference(prompt) if prompt else None)
+    if own.forged:  # a forged answer line copied back: no answer of this reply is the judge's own for sure
+        out.reasons = dict.fromkeys(range(1, n + 1), own.forged)
+        out.notes.append(f"not read: {own.forged}")
+        return out
     if own.echoed:
         out.notes.append(f"not read: {own.describe()}")
     text = own.text

@@ -223,6 +223,11 @@ class GEval(Method):
     options: GEvalOptions
     unit_order = "dimension"  # criteria and steps precede the source: same dimension, same source in a row
 
+    @property
+    def reads_logprobs(self) -> bool:
+        """Logprobs mode, asked for or the default (sampling where the judge has none, decided by the probe)."""
+        return self.options.mode in (None, "logprobs")
+
     def __init__(self, options: GEvalOptions | dict[str, Any] | None = None) -> None:
         super().__init__(options)
         self.top_logprobs = min(self.options.top_logprobs, MAX_TOP_LOGPROBS)

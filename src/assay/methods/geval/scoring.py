@@ -200,6 +200,9 @@ def logprob_estimate(positions: Sequence[TokenLogprobs] | None, scale: Scale, la
     """
     if not positions:
         return Estimate(None, error="the judge returned no log-probabilities")
+    forged = own_answer("".join(p.token for p in positions), prompt).forged
+    if forged:
+        return Estimate(None, error=forged, details={"generated_tokens": [p.token for p in positions]})
     index = find_score_position(positions, scale, label, prompt=prompt)
     if index is None:
         own = own_answer("".join(p.token for p in positions), prompt)
@@ -232,7 +235,9 @@ def sampling_estimate(parsed: Sequence[Parsed]) -> Estimate:
     details = {"samples": len(parsed), "parsed": len(ratings), "unparseable": len(failures),
                "parse_errors": dict(Counter(failures))}
     if not ratings:
-        return Estimate(None, error=f"none of the {len(parsed)} sampled answers held a rating", details=details)
+        why = Counter(failures).most_common(1)[0][0] if failures else None
+        return Estimate(None, error=f"none of the {len(parsed)} sampled answers held a rating"
+                        + (f" ({why})" if why else ""), details=details)
     counts = Counter(ratings)
     dist = {v: counts[v] / len(ratings) for v in sorted(counts)}
     return Estimate(weighted_score(dist), dist, None, details)

@@ -62,6 +62,11 @@ class Seal(Method):
     options: SealOptions
     unit_order = "dimension"  # the dimension's opening and rules precede the texts (seal/prompts.py)
 
+    @property
+    def reads_logprobs(self) -> bool:
+        """``--decisions logprobs``: each decision read from the log-probabilities of its one-token answer."""
+        return self.options.decisions == "logprobs"
+
     def __init__(self, options: MethodOptions | dict[str, Any] | None = None) -> None:
         super().__init__(options)
         self._spec: Spec | None = None
