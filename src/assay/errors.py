@@ -29,6 +29,10 @@ class ConfigError(AssayError):
     """A bad option, spec string, name or combination of settings."""
 
 
+class UsageError(ConfigError):
+    """A command line that does not parse: an unknown flag or a flag without its value (the CLI exits 2)."""
+
+
 class JudgeError(AssayError):
     """A judge call failed.
 

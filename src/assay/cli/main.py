@@ -9,7 +9,6 @@ import time
 from pathlib import Path
 from typing import Annotated, Any
 
-import click
 import typer
 from rich.console import Console
 from rich.markup import escape
@@ -17,7 +16,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from assay.cli.options import JUDGE_HELP, METHOD_HELP, JudgeOpt
-from assay.errors import AssayError
+from assay.errors import AssayError, UsageError
 from assay.judges import DEFAULT_JUDGE
 from assay.methods import DEFAULT_METHOD
 
@@ -31,6 +30,7 @@ out = Console(emoji=False)
 EXIT_INCOMPLETE = 3
 #: Seconds between two updates of the progress bar's counts (rich redraws at 10 Hz: more would be lost work).
 PROGRESS_EVERY_S = 0.1
+EXIT_USAGE = 2  # a usage error: an unknown command or flag, a missing argument (as click and typer exit)
 
 JudgeOpts = Annotated[list[str] | None,
                       typer.Option("--judge-opt", help="Backend option KEY=VALUE (n_threads=2, timeout=60)")]
@@ -107,7 +107,8 @@ def run(
     from assay.judges import PriceTable, RetryPolicy
     from assay.methods import get_method
 
-    options = flags_to_options(list(ctx.args), get_method(method).Options, method)
+    general = [o for p in ctx.command.params for o in p.opts if o.startswith("--")]
+    options = flags_to_options(list(ctx.args), get_method(method).Options, method, general)
     run_path = run_dir or Path("runs") / f"{Path(dataset).stem.split(':')[0]}-{method}"
     price_table = PriceTable.load(prices) if prices else None
     batch_options = _batch_options(batch_retry, batch_poll) if batch else False
@@ -351,23 +352,53 @@ _register_subcommands()
 
 
 def main() -> None:
-    """Entry point: user errors print as one clear message, not a traceback."""
+    """Entry point: user errors print as one clear message, not a traceback.
+
+    Exit codes: 0 done, 1 an error before or while judging (AssayError), 2 a usage error (unknown command or
+    flag, missing argument, bad value: typer's own errors and :class:`UsageError`), 3 an incomplete run,
+    130 an interruption.
+    """
     try:
         code = app(standalone_mode=False)  # typer returns 130 for Ctrl-C and the code of typer.Exit
+    except UsageError as exc:
+        _error(str(exc))
+        sys.exit(EXIT_USAGE)
     except AssayError as exc:
-        console.print(f"[red]error:[/] {escape(str(exc))}", soft_wrap=True)  # one line, not cut at 80 columns
+        _error(str(exc))
         sys.exit(1)
-    except (KeyboardInterrupt, click.exceptions.Abort):
+    except typer.TyperException as exc:  # typer's usage errors (its vendored click's), whichever click is installed
+        sys.exit(_typer_error(exc))
+    except (KeyboardInterrupt, typer.Abort):
         code = 130
     except (typer.Exit, SystemExit) as exc:
         code = getattr(exc, "exit_code", getattr(exc, "code", 0))
         sys.exit(code)
-    except Exception as exc:  # click usage errors
-        if isinstance(exc, click.ClickException):
-            exc.show()
-            sys.exit(exc.exit_code)
-        raise
     if code == 130:
         console.print("[yellow]interrupted[/]: finished judgments are stored; re-run the same command to resume.")
     if isinstance(code, int) and code:
         sys.exit(code)
+
+
+def _error(message: str) -> None:
+    console.print(f"[red]error:[/] {escape(message)}", soft_wrap=True)  # one line, not cut at 80 columns
+
+
+def _typer_error(exc: typer.TyperException) -> int:
+    """Show one of typer's errors as one ``error:`` line (with typer's "did you mean") and return its exit code.
+
+    ``assay`` (or a group) without arguments raises typer's ``NoArgsIsHelpError``, whose message is the help (typer's
+    rich formatting has already printed it and left the message empty): the help is all there is to show.
+    """
+    ctx = getattr(exc, "ctx", None)
+    message = exc.format_message()
+    if type(exc).__name__ == "NoArgsIsHelpError":  # not exported by typer; named here, not imported from _click
+        if message.strip():
+            console.print(message, markup=False, highlight=False)
+        return exc.exit_code
+    command = ctx.command_path if ctx is not None else "assay"
+    option, close = getattr(exc, "option_name", None), getattr(exc, "possibilities", None)
+    if option:  # an unknown option ("Possible options: ..." in typer's words)
+        message = f"No such option: {option}" + (
+            f". Did you mean {', '.join(sorted(close))}?" if close else "")
+    _error(f"{message.rstrip('.')} (see '{command} --help')")
+    return exc.exit_code
