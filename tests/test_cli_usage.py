@@ -63,3 +63,69 @@ def test_main_imports_no_undeclared_click():
         names = {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
         names |= {(n.module or "").split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
         assert "click" not in names, path
+
+
+@pytest.mark.parametrize(("judge", "opt", "says"), [
+    ("llamacpp:smollm2", "frobnicate=3", "judge option 'frobnicate' is not an option of the llamacpp backend"),
+    ("llamacpp:smollm2", "n_thread=2", "Did you mean 'n_threads'?"),
+    ("openai:m@http://127.0.0.1:9/v1", "timeout=abc", "judge option timeout='abc': Input should be a valid number"),
+    ("openai:m@http://127.0.0.1:9/v1", "timeout=-1", "greater than 0"),
+])
+def test_bad_judge_options_are_one_line_before_anything_is_made(cli, tmp_path, judge, opt, says):
+    run_dir = tmp_path / "run"
+    code, _out, err = cli("run", "--limit", "1", "-q", "--judge", judge, "--judge-opt", opt, "--run-dir", str(run_dir))
+    line = _one_error_line(err)
+    assert code == 1
+    assert says in line
+    backend = judge.split(":")[0]
+    valid = {"llamacpp": ["n_threads", "n_ctx", "seed"], "openai": ["timeout", "logprobs", "cache_prompt"]}[backend]
+    assert all(name in line for name in valid)  # the valid options are named
+    assert not run_dir.exists()
+
+
+def test_judge_options_are_checked_and_typed_before_the_judge_is_built():
+    from assay.errors import ConfigError
+    from assay.judges import check_judge_options
+    from assay.judges.openai import OpenAIJudge
+    from assay.judges.replay import ReplayJudge
+
+    assert check_judge_options(OpenAIJudge, "openai", {"timeout": "2.5", "logprobs": "false"}) == {
+        "timeout": 2.5, "logprobs": False}
+    assert check_judge_options(OpenAIJudge, "openai", {}) == {}  # the constructor's defaults stay its own
+    with pytest.raises(ConfigError, match="replay backend takes no options"):
+        check_judge_options(ReplayJudge, "replay", {"timeout": 3})
+
+
+def test_a_plugin_judge_without_declared_options_is_checked_by_its_constructor():
+    from assay.errors import ConfigError
+    from assay.judges import Judge, check_judge_options
+
+    class Plugin(Judge):
+        def __init__(self, model: str, *, temperature_scale: float = 1.0, region: str = "eu") -> None:
+            self.model = model
+
+        async def generate(self, request):  # pragma: no cover - never called
+            raise NotImplementedError
+
+    class Open(Plugin):
+        def __init__(self, model: str, **anything) -> None:
+            self.model = model
+
+    assert check_judge_options(Plugin, "plug", {"region": "us"}) == {"region": "us"}
+    with pytest.raises(ConfigError, match=r"'regoin'.*Did you mean 'region'\?.*region, temperature_scale"):
+        check_judge_options(Plugin, "plug", {"regoin": "us"})
+    assert check_judge_options(Open, "open", {"whatever": 1}) == {"whatever": 1}
+
+
+@pytest.mark.parametrize("path", ["assay.judges.openai:OpenAIJudge", "assay.judges.llamacpp:LlamaCppJudge"])
+def test_declared_judge_options_match_the_constructor(path):
+    """Each declared option is a keyword of the constructor with the same default, and each keyword is declared."""
+    import importlib
+    import inspect
+
+    module, _, name = path.partition(":")
+    cls = getattr(importlib.import_module(module), name)
+    params = {p.name: p.default for p in list(inspect.signature(cls.__init__).parameters.values())[2:]}
+    params.pop("base_url", None)  # the spec's @URL, not an option
+    declared = {k: f.default for k, f in cls.Options.model_fields.items()}
+    assert declared == params

@@ -16,11 +16,14 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit, urlunsplit
 
+from pydantic import Field
+
 from assay.errors import ConfigError, FatalJudgeError, JudgeError, TransientJudgeError
 from assay.judges.base import (
     Choice,
     Judge,
     JudgeIdentity,
+    JudgeOptions,
     Request,
     Response,
     TokenLogprobs,
@@ -29,6 +32,15 @@ from assay.judges.base import (
 
 #: Seconds an idle connection is kept alive: the SDK's default (httpx's ``Limits.keepalive_expiry``).
 KEEPALIVE_S = 5.0
+
+
+class OpenAIOptions(JudgeOptions):
+    """``--judge-opt`` options of ``openai:`` judges (their meaning: :class:`OpenAIJudge`)."""
+
+    api_key: str | None = None
+    timeout: float = Field(120.0, gt=0)
+    logprobs: bool | None = None
+    cache_prompt: bool | None = None
 
 
 class OpenAIJudge(Judge):
@@ -53,6 +65,7 @@ class OpenAIJudge(Judge):
     """
 
     default_concurrency = 16
+    Options = OpenAIOptions
 
     @classmethod
     def from_spec(cls, model: str, url: str | None = None, **options: Any) -> OpenAIJudge:
