@@ -56,6 +56,14 @@ class TransientJudgeError(JudgeError):
         self.retry_after = retry_after
 
 
+class RefusedJudgeError(TransientJudgeError):
+    """The endpoint refused the connection: nothing listens there (yet).
+
+    A server that is starting refuses for seconds, an absent one forever, so the middleware retries these within a
+    short budget of their own (``RetryPolicy.refused_s``) and then gives up on the endpoint.
+    """
+
+
 class FatalJudgeError(JudgeError):
     """A failure that retrying cannot fix (bad key, unknown model, bad request): stops the run."""
 

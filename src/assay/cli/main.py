@@ -78,6 +78,8 @@ def run(
     concurrency: Annotated[int | None, typer.Option(help="Judge calls in flight")] = None,
     timeout: Annotated[float, typer.Option(help="Seconds per call attempt")] = 180.0,
     retries: Annotated[int, typer.Option(help="Attempts per call")] = 6,
+    refused_wait: Annotated[float, typer.Option(
+        help="Seconds to retry an endpoint that refuses connections (a server starting) before giving up")] = 3.0,
     prices: Annotated[Path | None, typer.Option(
         help="Price table (JSON or YAML): USD per million prompt/completion tokens by model")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar")] = False,
@@ -121,7 +123,7 @@ def run(
     task: list[Any] = []
     stage = bar.add_task("starting", total=None, stats="")  # every stage before judging shows here
 
-    def on_status(message: str) -> None:  # once judging started (batch mode's batch states), on the units' bar
+    def on_status(message: str) -> None:  # once judging started (batch states, retries), on the units' bar
         bar.update(task[0] if task else stage, description=escape(message))
 
     def on_start(todo: int, done: int) -> None:
@@ -138,14 +140,15 @@ def run(
             return
         shown[0] = now
         u = judge_.ledger.total()
-        bar.update(task[0], completed=p.done + p.failed, stats=(
+        bar.update(task[0], completed=p.done + p.failed, description=method, stats=(  # a unit done: past any retry
             f"calls {u.calls} (cached {u.cached_calls}) tok {u.prompt_tokens}/{u.completion_tokens} "
             f"unscored {p.unscored} failed {p.failed}"))
 
     with bar:
         result = evaluate(dataset, method=method, judge=judge, dimensions=dimension, run_dir=run_path,
                           options=options, judge_options=judge_options(judge_opt), limit=limit, docs=docs,
-                          concurrency=concurrency, retry=RetryPolicy(timeout_s=timeout, max_attempts=retries),
+                          concurrency=concurrency, retry=RetryPolicy(timeout_s=timeout, max_attempts=retries,
+                                                             refused_s=refused_wait),
                           prices=price_table, on_start=on_start, on_update=on_update, on_status=on_status,
                           batch=batch_options,
                           executor=executor, workers=workers, worker_cpus=worker_cpus, worker_gpus=worker_gpus)
