@@ -427,8 +427,8 @@ def test_the_run_command_shows_the_preparation_stage(tmp_path, cli, monkeypatch)
     def recording(quiet):
         bar = real(quiet)
         update = bar.update
-        bar.update = lambda task, **kw: (lines.append(kw["description"]) if "description" in kw else None,
-                                         update(task, **kw))[1]
+        bar.update = lambda task, **kw: (lines.extend(kw[k] for k in ("description", "stats") if k in kw),
+                                         update(task, **kw))[1]  # the stage's status is in the stats column
         return bar
 
     monkeypatch.setattr(main, "_progress", recording)

@@ -13,7 +13,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
-from rich.table import Table
+from rich.table import Column, Table
 
 from assay.cli.options import JUDGE_HELP, METHOD_HELP, JudgeOpt
 from assay.errors import AssayError, UsageError
@@ -124,7 +124,7 @@ def run(
     stage = bar.add_task("starting", total=None, stats="")  # every stage before judging shows here
 
     def on_status(message: str) -> None:  # once judging started (batch states, retries), on the units' bar
-        bar.update(task[0] if task else stage, description=escape(message))
+        bar.update(task[0] if task else stage, stats=escape(message))
 
     def on_start(todo: int, done: int) -> None:
         bar.remove_task(stage)
@@ -140,7 +140,7 @@ def run(
             return
         shown[0] = now
         u = judge_.ledger.total()
-        bar.update(task[0], completed=p.done + p.failed, description=method, stats=(  # a unit done: past any retry
+        bar.update(task[0], completed=p.done + p.failed, stats=(  # a unit done: past any retry or status
             f"calls {u.calls} (cached {u.cached_calls}) tok {u.prompt_tokens}/{u.completion_tokens} "
             f"unscored {p.unscored} failed {p.failed}"))
 
@@ -196,9 +196,13 @@ def _print_estimate(est: Any) -> None:
 
 
 def _progress(quiet: bool) -> Progress:
-    return Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-                    TimeElapsedColumn(), TextColumn("eta"), TimeRemainingColumn(), TextColumn("{task.fields[stats]}"),
-                    console=console, disable=quiet, transient=False)
+    """The run's bar: the counts and times always whole; the stage's status or the calls and tokens take the rest
+    of the line (cut with an ellipsis at 80 columns, their first words being the news: "retrying until ...")."""
+    flexible = {"no_wrap": True, "overflow": "ellipsis"}
+    return Progress(TextColumn("[bold]{task.description}", table_column=Column(ratio=1, **flexible)),
+                    BarColumn(bar_width=10), MofNCompleteColumn(), TimeElapsedColumn(), TextColumn("eta"),
+                    TimeRemainingColumn(), TextColumn("{task.fields[stats]}", table_column=Column(ratio=3, **flexible)),
+                    console=console, disable=quiet, transient=False, expand=True)
 
 
 def _print_run(result: Any, *, priced: bool = False) -> None:
@@ -231,15 +235,12 @@ def _print_run(result: Any, *, priced: bool = False) -> None:
 
 def _print_summary_table(run_dir: Path, title: str) -> None:
     """The run's table per dimension (units, coverage, mean score, correlations with the human ratings)."""
+    from assay.cli.meta import print_table
     from assay.report.summary import run_summary
 
-    table = Table(title=title)
     summary = run_summary(run_dir)
-    for col in summary["columns"]:
-        table.add_column(col, justify="right" if col not in ("dimension",) else "left")
-    for row in summary["rows"]:
-        table.add_row(*[_cell(v) for v in row])
-    out.print(table)
+    print_table({"title": title, "columns": summary["columns"],
+                 "rows": [[_cell(v) for v in row] for row in summary["rows"]]})
     if summary.get("level_note"):
         out.print(summary["level_note"])
 
@@ -267,7 +268,7 @@ def _cell(v: Any) -> str:
         return "-"
     if isinstance(v, float):
         return f"{v:.3f}"
-    return escape(str(v))
+    return str(v)  # printed as plain text (assay.cli.fit.render), never as markup
 
 
 @app.command()
