@@ -540,3 +540,38 @@ def test_trust_tab_shows_three_intervals_and_a_forest_plot_per_dimension(tmp_pat
     assert "90% intervals" in forest.locator(".gtitle").text_content()
     pg.screenshot(path=str(tmp_path / "trust.png"), full_page=True)
     assert p.errors == []
+
+
+# -- names whole, texts labelled as the card names them (issue 23) --------------------------------------
+
+@browser
+def test_sample_system_and_run_names_are_whole_and_texts_labelled_by_the_card(tmp_path, chromium):
+    ds = assay.load_dataset("topical-chat").select(limit=2)
+    run = tmp_path / "topical-chat-direct-llama-3.1-8b-instruct-q4_k_m-second-attempt"
+    off_loop(assay.evaluate, ds, method="direct", dimensions=DIMS, run_dir=run,
+             judge=ScriptedJudge(_direct, name="a-judge-with-a-rather-long-model-name"))
+    html = _write(tmp_path, [run])
+    p = Page(chromium, html.as_uri() + "#tab=samples")
+    pg = p.page
+    pg.wait_for_selector("#sample-table tbody tr")
+    cut = pg.evaluate("""() => [...document.querySelectorAll('#sample-table tbody tr')].flatMap((tr) =>
+        [...tr.children].slice(0, 4).filter((td) => td.scrollWidth > td.clientWidth).map((td) => td.textContent))""")
+    assert cut == []  # no sample, system, dimension or run name overflows its cell
+    shown = pg.locator("#sample-table tbody td:nth-child(4)").first.inner_text()
+    assert shown == f"{run.name} · direct · scripted:a-judge-with-a-rather-long-model-name"
+    assert set(pg.locator("#sample-table tbody td:nth-child(1)").all_inner_texts()) == {s.id for s in ds.samples}
+    pg.screenshot(path=str(tmp_path / "names.png"), full_page=True)
+    pg.goto(html.as_uri() + "#sample=" + urllib.parse.quote(ds.samples[0].id))
+    pg.wait_for_selector(".judgment")
+    headings = pg.locator("#sample-panel .textblock h4").all_inner_texts()
+    assert headings == ["conversation history", "knowledge fact", "response"]
+    pg.screenshot(path=str(tmp_path / "sample-labels.png"), full_page=True)
+    assert p.errors == []
+
+
+def test_the_view_data_names_each_datasets_texts_as_its_card_does(runs):
+    data = build_view_data([runs["direct"]], bootstrap=0)
+    assert data["datasets"][0]["labels"] == {"src": "conversation history", "ctx": "knowledge fact",
+                                             "ref": "reference", "out": "response"}
+    assert {s["ds"] for s in data["samples"]} == {0}
+    assert assay.load_dataset("summeval").info.reference_name == "reference summary"
