@@ -21,7 +21,7 @@ def _one_error_line(err: str) -> str:
     (["nosuchcmd"], "No such command 'nosuchcmd'"),
     (["datsets"], "Did you mean 'datasets'?"),
     (["meta", "--no-such-flag", "x.jsonl"], "No such option: --no-such-flag"),
-    (["meta", "--boostrap", "3", "x.jsonl"], "Did you mean --bootstrap?"),
+    (["meta", "--boostrap", "3", "x.jsonl"], "Did you mean --bootstrap"),
     (["export"], "Missing argument 'run_dir'"),
     (["run", "--limit", "abc"], "Invalid value for '--limit'"),
 ])

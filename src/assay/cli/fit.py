@@ -50,7 +50,7 @@ def fit(table: Table, width: int, keys: int | None = None) -> list[Table]:
 
 
 def with_legend(table: Table, keys: int) -> Table:
-    """The table with its first ``keys`` columns replaced by a number per distinct key, named in the notes."""
+    """The table with its first ``keys`` columns replaced by a number per distinct key, spelt out in ``legend``."""
     ids: dict[tuple[str, ...], str] = {}
     rows = []
     for row in table["rows"]:
