@@ -168,6 +168,14 @@ def test_a_dataset_that_does_not_load_is_said_and_ids_are_kept(runs, monkeypatch
     assert all("out" not in s for s in data["samples"]) and len(data["samples"]) == 3
 
 
+def test_the_view_data_names_each_datasets_texts_as_its_card_does(runs):
+    data = build_view_data([runs["direct"]], bootstrap=0)
+    assert data["datasets"][0]["labels"] == {"src": "conversation history", "ctx": "knowledge fact",
+                                             "ref": "reference", "out": "response"}
+    assert {s["ds"] for s in data["samples"]} == {0}
+    assert assay.load_dataset("summeval").info.reference_name == "reference summary"
+
+
 def test_report_is_the_viewers_static_export(runs, tmp_path, cli):
     code, out, _ = cli("report", str(runs["direct"]), str(runs["direct-again"]), "-o", str(tmp_path / "r.html"),
                        "--bootstrap", "20")
@@ -567,11 +575,3 @@ def test_sample_system_and_run_names_are_whole_and_texts_labelled_by_the_card(tm
     assert headings == ["conversation history", "knowledge fact", "response"]
     pg.screenshot(path=str(tmp_path / "sample-labels.png"), full_page=True)
     assert p.errors == []
-
-
-def test_the_view_data_names_each_datasets_texts_as_its_card_does(runs):
-    data = build_view_data([runs["direct"]], bootstrap=0)
-    assert data["datasets"][0]["labels"] == {"src": "conversation history", "ctx": "knowledge fact",
-                                             "ref": "reference", "out": "response"}
-    assert {s["ds"] for s in data["samples"]} == {0}
-    assert assay.load_dataset("summeval").info.reference_name == "reference summary"
