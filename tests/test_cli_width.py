@@ -129,3 +129,18 @@ def test_the_progress_line_at_80_columns_keeps_the_counts_and_times_whole():
     assert len(lines) == 2 and all(len(line) <= 80 for line in lines)
     assert "100/192" in lines[0] and "calls 192" in lines[0] and "direct" in lines[0]
     assert "retrying until 14:52:03" in lines[1]  # the news comes first, whatever is cut after it
+
+
+def test_the_stage_line_before_judging_has_the_whole_width_for_its_status():
+    import io
+
+    from rich.console import Console
+
+    from assay.cli.main import _stage_progress
+
+    stages = _stage_progress(False)
+    stages.add_task("G-Eval: the judge writes the evaluation steps for engagingness", total=None)
+    sink = io.StringIO()
+    Console(file=sink, width=80).print(stages.make_tasks_table(stages.tasks))
+    [line] = sink.getvalue().splitlines()
+    assert len(line) <= 80 and "G-Eval: the judge writes the evaluation steps for engagingness" in line

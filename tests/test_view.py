@@ -440,6 +440,16 @@ def test_the_run_command_shows_the_preparation_stage(tmp_path, cli, monkeypatch)
         return bar
 
     monkeypatch.setattr(main, "_progress", recording)
+    real_stages = main._stage_progress
+
+    def recording_stages(quiet):  # the stages before judging have a line of their own
+        bar = real_stages(quiet)
+        update = bar.update
+        bar.update = lambda task, **kw: (lines.extend(kw[k] for k in ("description", "stats") if k in kw),
+                                         update(task, **kw))[1]
+        return bar
+
+    monkeypatch.setattr(main, "_stage_progress", recording_stages)
     first = tmp_path / "first"  # a scripted run, replayed by the command (no model needed)
     off_loop(assay.evaluate, "topical-chat", method="geval", judge=ScriptedJudge(_geval, name="status"), limit=1,
              dimensions=["engagingness"], run_dir=first)

@@ -12,7 +12,15 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    SpinnerColumn,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
 from rich.table import Column, Table
 
 from assay.cli.options import JUDGE_HELP, METHOD_HELP, JudgeOpt
@@ -119,18 +127,22 @@ def run(
                                  options=options, judge_options=judge_options(judge_opt), limit=limit, docs=docs,
                                  prices=price_table, estimate=True, batch=batch))
         return
-    bar = _progress(quiet)
+    stages, bar = _stage_progress(quiet), _progress(quiet)
     task: list[Any] = []
-    stage = bar.add_task("starting", total=None, stats="")  # every stage before judging shows here
+    stage = stages.add_task("starting", total=None)  # every stage before judging: its own line, the whole width
 
     def on_status(message: str) -> None:  # once judging started (batch states, retries), on the units' bar
-        bar.update(task[0] if task else stage, stats=escape(message))
+        if task:
+            bar.update(task[0], stats=escape(message))
+        else:
+            stages.update(stage, description=escape(message))
 
     def on_start(todo: int, done: int) -> None:
-        bar.remove_task(stage)
+        stages.stop()
         if done:
             console.print(f"[bold]resuming[/] {escape(str(run_path))}: {done} units already done, {todo} to go")
         task.append(bar.add_task(method, total=todo, stats=""))
+        bar.start()
 
     shown = [0.0]  # when the bar was last updated
 
@@ -144,7 +156,8 @@ def run(
             f"calls {u.calls} (cached {u.cached_calls}) tok {u.prompt_tokens}/{u.completion_tokens} "
             f"unscored {p.unscored} failed {p.failed}"))
 
-    with bar:
+    stages.start()
+    try:
         result = evaluate(dataset, method=method, judge=judge, dimensions=dimension, run_dir=run_path,
                           options=options, judge_options=judge_options(judge_opt), limit=limit, docs=docs,
                           concurrency=concurrency, retry=RetryPolicy(timeout_s=timeout, max_attempts=retries,
@@ -152,6 +165,9 @@ def run(
                           prices=price_table, on_start=on_start, on_update=on_update, on_status=on_status,
                           batch=batch_options,
                           executor=executor, workers=workers, worker_cpus=worker_cpus, worker_gpus=worker_gpus)
+    finally:
+        stages.stop()
+        bar.stop()
     assert isinstance(result, RunResult)  # without estimate=True, evaluate runs
     _print_run(result, priced=price_table is not None)
     if not result.complete:
@@ -193,6 +209,15 @@ def _print_estimate(est: Any) -> None:
         out.print(f"assumed: {escape(line)}")
     for kind, message in dict.fromkeys(est.notes):  # the method's, after stand-in answers: a run may differ
         out.print(f"[yellow]note ({escape(kind)}, on the stand-in answers):[/] {escape(message)}")
+
+
+def _stage_progress(quiet: bool) -> Progress:
+    """The line of the stages before judging (loading, probing, preparing): a spinner, the stage's status over the
+    whole width (so that "retrying until ..." or the step being written is read at 80 columns), the time; it
+    gives way to the units' bar."""
+    return Progress(SpinnerColumn(), TextColumn("{task.description}", table_column=Column(
+                        ratio=1, no_wrap=True, overflow="ellipsis")), TimeElapsedColumn(),
+                    console=console, disable=quiet, transient=True, expand=True)
 
 
 def _progress(quiet: bool) -> Progress:
