@@ -130,7 +130,9 @@ def test_inline_json_cannot_close_its_script_tag():
 def test_view_data_of_every_method(runs):
     data = build_view_data([runs[m] for m in METHODS], bootstrap=50)
     assert [r["method"] for r in data["runs"]] == list(METHODS)
-    assert data["datasets"] == [{"name": "topical-chat", "read_from": "topical-chat", "loaded": True, "error": None}]
+    assert data["datasets"] == [{"name": "topical-chat", "read_from": "topical-chat", "loaded": True, "error": None,
+                                 "labels": {"src": "conversation history", "ctx": "knowledge fact", "ref": "reference",
+                                            "out": "response"}}]
     assert len(data["samples"]) == 3 and all(data["texts"][s["out"]] for s in data["samples"])
     geval = data["runs"][1]
     assert geval["steps"]["engagingness"].startswith("1. Read it.")
