@@ -69,21 +69,21 @@ def test_replay_of_an_unrecorded_call_is_an_error(tmp_path):
     assert "Traceback" not in res.stderr
 
 
-@pytest.mark.parametrize(("args", "message"), [
-    (["run", "--dataset", "nope"], "unknown dataset 'nope'"),
-    (["run", "--method", "gevel"], "unknown method 'gevel'"),
-    (["run", "--judge", "gpt4"], "must look like BACKEND:MODEL"),
-    (["run", "--judge", "llamacpp:/no/such.gguf"], "not found"),
-    (["run", "--dimension", "fluency", "--dataset", "topical-chat"], "no dimension 'fluency'"),
-    (["run", "--method", "direct", "--bogus", "1"], "has no option --bogus"),
+@pytest.mark.parametrize(("args", "message", "code"), [
+    (["run", "--dataset", "nope"], "unknown dataset 'nope'", 1),
+    (["run", "--method", "gevel"], "unknown method 'gevel'", 1),
+    (["run", "--judge", "gpt4"], "must look like BACKEND:MODEL", 1),
+    (["run", "--judge", "llamacpp:/no/such.gguf"], "not found", 1),
+    (["run", "--dimension", "fluency", "--dataset", "topical-chat"], "no dimension 'fluency'", 1),
+    (["run", "--method", "direct", "--bogus", "1"], "has no option --bogus", 2),  # a usage error
 ])
-def test_bad_input_gives_one_clear_line(args, message, tmp_path):
+def test_bad_input_gives_one_clear_line(args, message, code, tmp_path):
     import subprocess
     import sys
 
     res = subprocess.run([sys.executable, "-m", "assay.cli", *args, "--run-dir", str(tmp_path / "x")],
                          capture_output=True, text=True)
-    assert res.returncode == 1, res.stderr  # docs/judges.md, "Exit codes": an error before judging
+    assert res.returncode == code, res.stderr  # docs/judges.md, "Exit codes": 1 an error before judging, 2 usage
     assert message in res.stderr and "Traceback" not in res.stderr
     assert not (tmp_path / "x").exists()  # refused before the run directory is made
 

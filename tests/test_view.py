@@ -130,7 +130,9 @@ def test_inline_json_cannot_close_its_script_tag():
 def test_view_data_of_every_method(runs):
     data = build_view_data([runs[m] for m in METHODS], bootstrap=50)
     assert [r["method"] for r in data["runs"]] == list(METHODS)
-    assert data["datasets"] == [{"name": "topical-chat", "read_from": "topical-chat", "loaded": True, "error": None}]
+    assert data["datasets"] == [{"name": "topical-chat", "read_from": "topical-chat", "loaded": True, "error": None,
+                                 "labels": {"src": "conversation history", "ctx": "knowledge fact", "ref": "reference",
+                                            "out": "response"}}]
     assert len(data["samples"]) == 3 and all(data["texts"][s["out"]] for s in data["samples"])
     geval = data["runs"][1]
     assert geval["steps"]["engagingness"].startswith("1. Read it.")
@@ -166,6 +168,14 @@ def test_a_dataset_that_does_not_load_is_said_and_ids_are_kept(runs, monkeypatch
     assert data["datasets"][0]["loaded"] is False and "gone" in data["datasets"][0]["error"]
     assert any("could not be loaded" in n for n in data["notes"])
     assert all("out" not in s for s in data["samples"]) and len(data["samples"]) == 3
+
+
+def test_the_view_data_names_each_datasets_texts_as_its_card_does(runs):
+    data = build_view_data([runs["direct"]], bootstrap=0)
+    assert data["datasets"][0]["labels"] == {"src": "conversation history", "ctx": "knowledge fact",
+                                             "ref": "reference", "out": "response"}
+    assert {s["ds"] for s in data["samples"]} == {0}
+    assert assay.load_dataset("summeval").info.reference_name == "reference summary"
 
 
 def test_report_is_the_viewers_static_export(runs, tmp_path, cli):
@@ -427,11 +437,21 @@ def test_the_run_command_shows_the_preparation_stage(tmp_path, cli, monkeypatch)
     def recording(quiet):
         bar = real(quiet)
         update = bar.update
-        bar.update = lambda task, **kw: (lines.append(kw["description"]) if "description" in kw else None,
-                                         update(task, **kw))[1]
+        bar.update = lambda task, **kw: (lines.extend(kw[k] for k in ("description", "stats") if k in kw),
+                                         update(task, **kw))[1]  # the stage's status is in the stats column
         return bar
 
     monkeypatch.setattr(main, "_progress", recording)
+    real_stages = main._stage_progress
+
+    def recording_stages(quiet):  # the stages before judging have a line of their own
+        bar = real_stages(quiet)
+        update = bar.update
+        bar.update = lambda task, **kw: (lines.extend(kw[k] for k in ("description", "stats") if k in kw),
+                                         update(task, **kw))[1]
+        return bar
+
+    monkeypatch.setattr(main, "_stage_progress", recording_stages)
     first = tmp_path / "first"  # a scripted run, replayed by the command (no model needed)
     off_loop(assay.evaluate, "topical-chat", method="geval", judge=ScriptedJudge(_geval, name="status"), limit=1,
              dimensions=["engagingness"], run_dir=first)
@@ -539,4 +559,31 @@ def test_trust_tab_shows_three_intervals_and_a_forest_plot_per_dimension(tmp_pat
     assert {"human-only", "PPI++", "judge-only", "all labels (truth)"} <= set(legend)
     assert "90% intervals" in forest.locator(".gtitle").text_content()
     pg.screenshot(path=str(tmp_path / "trust.png"), full_page=True)
+    assert p.errors == []
+
+
+# -- names whole, texts labelled as the card names them (issue 23) --------------------------------------
+
+@browser
+def test_sample_system_and_run_names_are_whole_and_texts_labelled_by_the_card(tmp_path, chromium):
+    ds = assay.load_dataset("topical-chat").select(limit=2)
+    run = tmp_path / "topical-chat-direct-llama-3.1-8b-instruct-q4_k_m-second-attempt"
+    off_loop(assay.evaluate, ds, method="direct", dimensions=DIMS, run_dir=run,
+             judge=ScriptedJudge(_direct, name="a-judge-with-a-rather-long-model-name"))
+    html = _write(tmp_path, [run])
+    p = Page(chromium, html.as_uri() + "#tab=samples")
+    pg = p.page
+    pg.wait_for_selector("#sample-table tbody tr")
+    cut = pg.evaluate("""() => [...document.querySelectorAll('#sample-table tbody tr')].flatMap((tr) =>
+        [...tr.children].slice(0, 4).filter((td) => td.scrollWidth > td.clientWidth).map((td) => td.textContent))""")
+    assert cut == []  # no sample, system, dimension or run name overflows its cell
+    shown = pg.locator("#sample-table tbody td:nth-child(4)").first.inner_text()
+    assert shown == f"{run.name} · direct · scripted:a-judge-with-a-rather-long-model-name"
+    assert set(pg.locator("#sample-table tbody td:nth-child(1)").all_inner_texts()) == {s.id for s in ds.samples}
+    pg.screenshot(path=str(tmp_path / "names.png"), full_page=True)
+    pg.goto(html.as_uri() + "#sample=" + urllib.parse.quote(ds.samples[0].id))
+    pg.wait_for_selector(".judgment")
+    headings = pg.locator("#sample-panel .textblock h4").all_inner_texts()
+    assert headings == ["conversation history", "knowledge fact", "response"]
+    pg.screenshot(path=str(tmp_path / "sample-labels.png"), full_page=True)
     assert p.errors == []

@@ -29,6 +29,10 @@ class ConfigError(AssayError):
     """A bad option, spec string, name or combination of settings."""
 
 
+class UsageError(ConfigError):
+    """A command line that does not parse: an unknown flag or a flag without its value (the CLI exits 2)."""
+
+
 class JudgeError(AssayError):
     """A judge call failed.
 
@@ -50,6 +54,14 @@ class TransientJudgeError(JudgeError):
     def __init__(self, message: str, *, retry_after: float | None = None) -> None:
         super().__init__(message)
         self.retry_after = retry_after
+
+
+class RefusedJudgeError(TransientJudgeError):
+    """The endpoint refused the connection: nothing listens there (yet).
+
+    A server that is starting refuses for seconds, an absent one forever, so the middleware retries these within a
+    short budget of their own (``RetryPolicy.refused_s``) and then gives up on the endpoint.
+    """
 
 
 class FatalJudgeError(JudgeError):

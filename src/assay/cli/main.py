@@ -9,15 +9,22 @@ import time
 from pathlib import Path
 from typing import Annotated, Any
 
-import click
 import typer
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
-from rich.table import Table
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    SpinnerColumn,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+from rich.table import Column, Table
 
 from assay.cli.options import JUDGE_HELP, METHOD_HELP, CoverageOpt, JudgeOpt, gate_coverage
-from assay.errors import AssayError
+from assay.errors import AssayError, UsageError
 from assay.judges import DEFAULT_JUDGE
 from assay.methods import DEFAULT_METHOD
 
@@ -31,6 +38,7 @@ out = Console(emoji=False)
 EXIT_INCOMPLETE = 3
 #: Seconds between two updates of the progress bar's counts (rich redraws at 10 Hz: more would be lost work).
 PROGRESS_EVERY_S = 0.1
+EXIT_USAGE = 2  # a usage error: an unknown command or flag, a missing argument (as click and typer exit)
 
 JudgeOpts = Annotated[list[str] | None,
                       typer.Option("--judge-opt", help="Backend option KEY=VALUE (n_threads=2, timeout=60)")]
@@ -78,6 +86,8 @@ def run(
     concurrency: Annotated[int | None, typer.Option(help="Judge calls in flight")] = None,
     timeout: Annotated[float, typer.Option(help="Seconds per call attempt")] = 180.0,
     retries: Annotated[int, typer.Option(help="Attempts per call")] = 6,
+    refused_wait: Annotated[float, typer.Option(
+        help="Seconds to retry an endpoint that refuses connections (a server starting) before giving up")] = 3.0,
     prices: Annotated[Path | None, typer.Option(
         help="Price table (JSON or YAML): USD per million prompt/completion tokens by model")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar")] = False,
@@ -111,7 +121,8 @@ def run(
     from assay.judges import PriceTable, RetryPolicy
     from assay.methods import get_method
 
-    options = flags_to_options(list(ctx.args), get_method(method).Options, method)
+    general = [o for p in ctx.command.params for o in p.opts if o.startswith("--")]
+    options = flags_to_options(list(ctx.args), get_method(method).Options, method, general)
     run_path = run_dir or Path("runs") / f"{Path(dataset).stem.split(':')[0]}-{method}"
     price_table = PriceTable.load(prices) if prices else None
     batch_options = _batch_options(batch_retry, batch_poll) if batch else False
@@ -120,18 +131,22 @@ def run(
                                  options=options, judge_options=judge_options(judge_opt), limit=limit, docs=docs,
                                  prices=price_table, estimate=True, batch=batch))
         return
-    bar = _progress(quiet)
+    stages, bar = _stage_progress(quiet), _progress(quiet)
     task: list[Any] = []
-    stage = bar.add_task("starting", total=None, stats="")  # every stage before judging shows here
+    stage = stages.add_task("starting", total=None)  # every stage before judging: its own line, the whole width
 
-    def on_status(message: str) -> None:  # once judging started (batch mode's batch states), on the units' bar
-        bar.update(task[0] if task else stage, description=escape(message))
+    def on_status(message: str) -> None:  # once judging started (batch states, retries), on the units' bar
+        if task:
+            bar.update(task[0], stats=escape(message))
+        else:
+            stages.update(stage, description=escape(message))
 
     def on_start(todo: int, done: int) -> None:
-        bar.remove_task(stage)
+        stages.stop()
         if done:
             console.print(f"[bold]resuming[/] {escape(str(run_path))}: {done} units already done, {todo} to go")
         task.append(bar.add_task(method, total=todo, stats=""))
+        bar.start()
 
     shown = [0.0]  # when the bar was last updated
 
@@ -141,17 +156,22 @@ def run(
             return
         shown[0] = now
         u = judge_.ledger.total()
-        bar.update(task[0], completed=p.done + p.failed, stats=(
+        bar.update(task[0], completed=p.done + p.failed, stats=(  # a unit done: past any retry or status
             f"calls {u.calls} (cached {u.cached_calls}) tok {u.prompt_tokens}/{u.completion_tokens} "
             f"unscored {p.unscored} failed {p.failed}"))
 
-    with bar:
+    stages.start()
+    try:
         result = evaluate(dataset, method=method, judge=judge, dimensions=dimension, run_dir=run_path,
                           options=options, judge_options=judge_options(judge_opt), limit=limit, docs=docs,
-                          concurrency=concurrency, retry=RetryPolicy(timeout_s=timeout, max_attempts=retries),
+                          concurrency=concurrency, retry=RetryPolicy(timeout_s=timeout, max_attempts=retries,
+                                                             refused_s=refused_wait),
                           prices=price_table, on_start=on_start, on_update=on_update, on_status=on_status,
                           batch=batch_options, retry_parse_failures=retry_parse_failures,
                           executor=executor, workers=workers, worker_cpus=worker_cpus, worker_gpus=worker_gpus)
+    finally:
+        stages.stop()
+        bar.stop()
     assert isinstance(result, RunResult)  # without estimate=True, evaluate runs
     _print_run(result, priced=price_table is not None)
     if not result.complete:
@@ -207,10 +227,23 @@ def _print_estimate(est: Any) -> None:
         out.print(f"[yellow]note ({escape(kind)}, on the stand-in answers):[/] {escape(message)}")
 
 
+def _stage_progress(quiet: bool) -> Progress:
+    """The line of the stages before judging (loading, probing, preparing): a spinner, the stage's status over the
+    whole width (so that "retrying until ..." or the step being written is read at 80 columns), the time; it
+    gives way to the units' bar."""
+    return Progress(SpinnerColumn(), TextColumn("{task.description}", table_column=Column(
+                        ratio=1, no_wrap=True, overflow="ellipsis")), TimeElapsedColumn(),
+                    console=console, disable=quiet, transient=True, expand=True)
+
+
 def _progress(quiet: bool) -> Progress:
-    return Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-                    TimeElapsedColumn(), TextColumn("eta"), TimeRemainingColumn(), TextColumn("{task.fields[stats]}"),
-                    console=console, disable=quiet, transient=False)
+    """The run's bar: the counts and times always whole; the stage's status or the calls and tokens take the rest
+    of the line (cut with an ellipsis at 80 columns, their first words being the news: "retrying until ...")."""
+    flexible = {"no_wrap": True, "overflow": "ellipsis"}
+    return Progress(TextColumn("[bold]{task.description}", table_column=Column(ratio=1, **flexible)),
+                    BarColumn(bar_width=10), MofNCompleteColumn(), TimeElapsedColumn(), TextColumn("eta"),
+                    TimeRemainingColumn(), TextColumn("{task.fields[stats]}", table_column=Column(ratio=3, **flexible)),
+                    console=console, disable=quiet, transient=False, expand=True)
 
 
 def _print_run(result: Any, *, priced: bool = False) -> None:
@@ -243,15 +276,12 @@ def _print_run(result: Any, *, priced: bool = False) -> None:
 
 def print_summary_table(run_dir: Path, title: str) -> None:
     """The run's table per dimension (units, coverage, mean score, correlations with the human ratings)."""
+    from assay.cli.meta import print_table
     from assay.report.summary import run_summary
 
-    table = Table(title=title)
     summary = run_summary(run_dir)
-    for col in summary["columns"]:
-        table.add_column(col, justify="right" if col not in ("dimension",) else "left")
-    for row in summary["rows"]:
-        table.add_row(*[_cell(v) for v in row])
-    out.print(table)
+    print_table({"title": title, "columns": summary["columns"],
+                 "rows": [[_cell(v) for v in row] for row in summary["rows"]]})
     if summary.get("level_note"):
         out.print(summary["level_note"])
 
@@ -279,7 +309,7 @@ def _cell(v: Any) -> str:
         return "-"
     if isinstance(v, float):
         return f"{v:.3f}"
-    return escape(str(v))
+    return str(v)  # printed as plain text (assay.cli.fit.render), never as markup
 
 
 @app.command()
@@ -367,23 +397,53 @@ _register_subcommands()
 
 
 def main() -> None:
-    """Entry point: user errors print as one clear message, not a traceback."""
+    """Entry point: user errors print as one clear message, not a traceback.
+
+    Exit codes: 0 done, 1 an error before or while judging (AssayError), 2 a usage error (unknown command or
+    flag, missing argument, bad value: typer's own errors and :class:`UsageError`), 3 an incomplete run,
+    130 an interruption.
+    """
     try:
         code = app(standalone_mode=False)  # typer returns 130 for Ctrl-C and the code of typer.Exit
+    except UsageError as exc:
+        _error(str(exc))
+        sys.exit(EXIT_USAGE)
     except AssayError as exc:
-        console.print(f"[red]error:[/] {escape(str(exc))}", soft_wrap=True)  # one line, not cut at 80 columns
+        _error(str(exc))
         sys.exit(1)
-    except (KeyboardInterrupt, click.exceptions.Abort):
+    except typer.TyperException as exc:  # typer's usage errors (its vendored click's), whichever click is installed
+        sys.exit(_typer_error(exc))
+    except (KeyboardInterrupt, typer.Abort):
         code = 130
     except (typer.Exit, SystemExit) as exc:
         code = getattr(exc, "exit_code", getattr(exc, "code", 0))
         sys.exit(code)
-    except Exception as exc:  # click usage errors
-        if isinstance(exc, click.ClickException):
-            exc.show()
-            sys.exit(exc.exit_code)
-        raise
     if code == 130:
         console.print("[yellow]interrupted[/]: finished judgments are stored; re-run the same command to resume.")
     if isinstance(code, int) and code:
         sys.exit(code)
+
+
+def _error(message: str) -> None:
+    console.print(f"[red]error:[/] {escape(message)}", soft_wrap=True)  # one line, not cut at 80 columns
+
+
+def _typer_error(exc: typer.TyperException) -> int:
+    """Show one of typer's errors as one ``error:`` line (with typer's "did you mean") and return its exit code.
+
+    ``assay`` (or a group) without arguments raises typer's ``NoArgsIsHelpError``, whose message is the help (typer's
+    rich formatting has already printed it and left the message empty): the help is all there is to show.
+    """
+    ctx = getattr(exc, "ctx", None)
+    message = exc.format_message()
+    if type(exc).__name__ == "NoArgsIsHelpError":  # not exported by typer; named here, not imported from _click
+        if message.strip():
+            console.print(message, markup=False, highlight=False)
+        return exc.exit_code
+    command = ctx.command_path if ctx is not None else "assay"
+    option, close = getattr(exc, "option_name", None), getattr(exc, "possibilities", None)
+    if option:  # an unknown option ("Possible options: ..." in typer's words)
+        message = f"No such option: {option}" + (
+            f". Did you mean {', '.join(sorted(close))}?" if close else "")
+    _error(f"{message.rstrip('.')} (see '{command} --help')")
+    return exc.exit_code

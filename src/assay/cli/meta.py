@@ -49,19 +49,18 @@ CalibrateOpt = Annotated[str | None, typer.Option("--calibrate", help=(
 
 
 def print_table(table: dict[str, Any]) -> None:
-    """Print one of :mod:`assay.report.tables`' tables with rich, its notes below it."""
-    from rich.table import Table
+    """Print one of :mod:`assay.report.tables`' tables with rich, fitted to the terminal, its notes below it."""
+    from rich.markup import escape
 
+    from assay.cli.fit import fit, render
     from assay.cli.main import out
 
-    t = Table(title=table["title"])
-    for i, col in enumerate(table["columns"]):
-        t.add_column(col, justify="left" if i == 0 else "right")
-    for row in table["rows"]:
-        t.add_row(*row)
-    out.print(t)
-    for note in table.get("notes") or []:
-        out.print(f"[dim]{note}[/]", highlight=False)
+    for part in fit(table, out.width):
+        out.print(render(part))
+        for line in part.get("legend") or []:
+            out.print(escape(line), soft_wrap=True, highlight=False)  # names whole, whatever the width
+        for note in part.get("notes") or []:
+            out.print(f"[dim]{note}[/]", highlight=False)
 
 
 def _measures(measure: list[str] | None) -> list[str]:

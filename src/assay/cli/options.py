@@ -8,7 +8,7 @@ from typing import Annotated, Any
 import typer
 from pydantic import BaseModel
 
-from assay.errors import ConfigError
+from assay.errors import UsageError, did_you_mean
 from assay.judges import DEFAULT_JUDGE, backend_names
 from assay.methods import method_names
 
@@ -42,15 +42,23 @@ def _deprecated(key: str, inline: str | None, args: list[str], i: int,
     return key, args[i + 1], i + 2
 
 
-def flags_to_options(args: list[str], model: type[BaseModel], method: str) -> dict[str, Any]:
+def flags_to_options(args: list[str], model: type[BaseModel], method: str,
+                     general: list[str] | None = None) -> dict[str, Any]:
     """Map ``--some-flag VALUE`` / ``--flag`` / ``--no-flag`` onto the fields of ``model``.
 
     A boolean field ``soft`` is set by ``--soft``; a boolean field ``no_cot`` by ``--no-cot``;
     ``--no-X`` also turns off a boolean field ``X``. Other fields take the next argument as
     their value (pydantic then converts and validates it). Repeating a list field appends.
 
+    Args:
+        args: The flags the command did not know.
+        model: The method's options.
+        method: The method's name, for messages.
+        general: The command's own flags (``--limit``, ``--quiet``), suggested beside the method's for a typo.
+
     Raises:
-        ConfigError: A flag the method does not have, with the list of those it has.
+        UsageError: A flag neither the method nor the command has (with the closest of both), a flag without its
+            value, or a stray argument.
     """
     fields = model.model_fields
     out: dict[str, Any] = {}
@@ -58,7 +66,7 @@ def flags_to_options(args: list[str], model: type[BaseModel], method: str) -> di
     while i < len(args):
         arg = args[i]
         if not arg.startswith("--"):
-            raise ConfigError(f"unexpected argument {arg!r}")
+            raise UsageError(f"unexpected argument {arg!r}")
         name, eq, inline = arg[2:].partition("=")
         key = name.replace("-", "_")
         negated = False
@@ -70,8 +78,7 @@ def flags_to_options(args: list[str], model: type[BaseModel], method: str) -> di
         if key not in fields and key.startswith("no_") and key[3:] in fields:
             key, negated = key[3:], True
         if key not in fields:
-            flags = ", ".join("--" + f.replace("_", "-") for f in sorted(fields)) or "none"
-            raise ConfigError(f"method {method!r} has no option --{name}. Its options: {flags}.")
+            raise UsageError(_unknown_flag(name, method, sorted(fields), general or []))
         info = fields[key]
         if _is_bool(info.annotation) and not eq:
             out[key] = not negated
@@ -82,7 +89,7 @@ def flags_to_options(args: list[str], model: type[BaseModel], method: str) -> di
             i += 1
         else:
             if i + 1 >= len(args):
-                raise ConfigError(f"option --{name} needs a value")
+                raise UsageError(f"option --{name} needs a value")
             value = args[i + 1]
             i += 2
         if typing.get_origin(info.annotation) in (list, tuple):
@@ -119,3 +126,11 @@ def gate_coverage(rows: list[dict[str, Any]], bound: float | None, where: str) -
                           for r in low)
         console.print(f"[red]coverage below --fail-under-coverage {bound:g}[/] in {where}: {named}")
         raise typer.Exit(EXIT_COVERAGE)
+
+
+def _unknown_flag(name: str, method: str, fields: list[str], general: list[str]) -> str:
+    """The message for ``--name``, which neither the method nor the command has: the closest flags of both."""
+    own = ["--" + f.replace("_", "-") for f in fields]
+    close = did_you_mean("--" + name, own + general).partition(" Known:")[0].strip()
+    return (f"method {method!r} has no option --{name}, nor has the command.{' ' + close if close else ''} "
+            f"Its options: {', '.join(own) or 'none'}; the command's: see --help.")

@@ -78,6 +78,8 @@ class DatasetInfo(BaseModel):
             GER-Eval's task description).
         input_name / output_name: What the input and output are called in prompts.
         context_name: What the extra grounding is called, if the set has one.
+        reference_name: What the reference (a human-written output) is called, where the set has one (the
+            viewer labels it so).
         dimensions: Every human-rated dimension, with the definition and scale a judge is given.
         human_scales: The scale of a dimension's human ratings where it is not the judge's (QAGS
             consistency: a share of sentences, 0-1, judged on 1-5); a card writes it as the
@@ -101,6 +103,7 @@ class DatasetInfo(BaseModel):
     input_name: str = "input"
     output_name: str = "output"
     context_name: str | None = None
+    reference_name: str = "reference"
     dimensions: tuple[Dimension, ...]
     human_scales: dict[str, Scale] = {}
     default_dimensions: tuple[str, ...] = ()

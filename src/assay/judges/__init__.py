@@ -11,17 +11,20 @@ Spec strings:
 
 from __future__ import annotations
 
+import inspect
 import re
 from typing import Any
 
+from pydantic import ValidationError
+
 from assay.common.plugins import Registry
-from assay.errors import ConfigError
+from assay.errors import ConfigError, did_you_mean
 from assay.judges.base import Judge, JudgeIdentity, Message, Request, Response
 from assay.judges.middleware import Ledger, ManagedJudge, PriceTable, RetryPolicy
 
 __all__ = [
     "DEFAULT_JUDGE", "Judge", "JudgeIdentity", "Ledger", "ManagedJudge", "Message", "PriceTable",
-    "Request", "Response", "RetryPolicy", "backend_names", "load_judge", "parse_spec",
+    "Request", "Response", "RetryPolicy", "backend_names", "check_judge_options", "load_judge", "parse_spec",
 ]
 
 DEFAULT_JUDGE = "llamacpp:smollm2"
@@ -64,9 +67,55 @@ def parse_spec(spec: str) -> tuple[str, str, str | None]:
 def load_judge(spec: str, **options: Any) -> Judge:
     """Build a bare judge (no middleware) from a spec string and backend options.
 
-    The backend class comes from the registry and builds itself with ``from_spec(model, url, **options)``.
-    Options for ``llamacpp``: ``n_threads``, ``n_ctx``, ``seed``; for ``openai``: ``timeout``,
-    ``logprobs`` (force the capability instead of probing).
+    The backend class comes from the registry; its options are checked (:func:`check_judge_options`) before it
+    builds itself with ``from_spec(model, url, **options)``, so that a misspelt or mistyped option is one clear
+    error before any model loads or any run directory is made.
     """
     backend, model, url = parse_spec(spec)
-    return _REGISTRY.get(backend).from_spec(model, url, **options)
+    cls = _REGISTRY.get(backend)
+    return cls.from_spec(model, url, **check_judge_options(cls, backend, options))
+
+
+def check_judge_options(cls: type[Judge], backend: str, options: dict[str, Any]) -> dict[str, Any]:
+    """``options`` checked against what the backend declares, converted to the declared types.
+
+    A backend's ``Options`` (a pydantic model, ``extra="forbid"``) names and types its options; a plugin's backend
+    without one is checked against its constructor's keyword parameters (names only; any name where it takes
+    ``**kwargs``). Only the options given are returned: the constructor's defaults stay the defaults.
+
+    Raises:
+        ConfigError: An unknown option (with the valid ones) or a value of the wrong type.
+    """
+    declared = cls.Options
+    if declared is None:
+        return _check_by_signature(cls, backend, options)
+    valid = ", ".join(sorted(declared.model_fields)) or "none"
+    try:
+        checked = declared.model_validate(options)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        name = ".".join(str(p) for p in err["loc"])
+        if err["type"] == "extra_forbidden":
+            raise ConfigError(_unknown(name, backend, list(declared.model_fields))) from None
+        raise ConfigError(f"judge option {name}={err['input']!r}: {err['msg']} "
+                          f"(options of the {backend} backend: {valid})") from None
+    return {k: getattr(checked, k) for k in checked.model_fields_set}
+
+
+def _check_by_signature(cls: type[Judge], backend: str, options: dict[str, Any]) -> dict[str, Any]:
+    params = list(inspect.signature(cls.__init__).parameters.values())[2:]  # past self and the model
+    if any(p.kind is p.VAR_KEYWORD for p in params):
+        return options
+    names = [p.name for p in params if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    for name in options:
+        if name not in names:
+            raise ConfigError(_unknown(name, backend, names))
+    return options
+
+
+def _unknown(name: str, backend: str, valid: list[str]) -> str:
+    if not valid:
+        return f"judge option {name!r}: the {backend} backend takes no options"
+    close = did_you_mean(name, valid).partition(" Known:")[0]
+    return (f"judge option {name!r} is not an option of the {backend} backend.{close} "
+            f"Its options: {', '.join(sorted(valid))}.")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import abc
 import hashlib
 import json
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -174,6 +174,12 @@ class JudgeIdentity(BaseModel):
         return hashlib.sha256(blob).hexdigest()[:16]
 
 
+class JudgeOptions(BaseModel):
+    """Base of a backend's declared options: unknown names are errors (``--judge-opt frobnicate=3``)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
 class Judge(abc.ABC):
     """An LLM behind one async call. Backends only transport; the middleware does the rest.
 
@@ -191,6 +197,9 @@ class Judge(abc.ABC):
     #: Whether each instance holds its own model (embedded): N instances are N times the capacity, so a bound on
     #: calls in flight applies per instance (the ray executor divides a shared endpoint's bound among its workers).
     owns_model: bool = False
+    #: The options ``--judge-opt`` / ``judge_options`` may give (a pydantic model with ``extra="forbid"``), checked by
+    #: :func:`assay.judges.load_judge` before the judge is built; None: the constructor's keyword parameters.
+    Options: ClassVar[type[BaseModel] | None] = None
 
     @classmethod
     def from_spec(cls, model: str, url: str | None = None, **options: Any) -> Judge:

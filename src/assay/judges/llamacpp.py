@@ -29,9 +29,19 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from pydantic import Field
 
 from assay.errors import ConfigError, FatalJudgeError, RequestJudgeError
-from assay.judges.base import Choice, Judge, JudgeIdentity, Request, Response, TokenLogprobs, TopToken
+from assay.judges.base import (
+    Choice,
+    Judge,
+    JudgeIdentity,
+    JudgeOptions,
+    Request,
+    Response,
+    TokenLogprobs,
+    TopToken,
+)
 from assay.judges.cpu import apply_wait_policy, free_threads, read_busy_cores, usable_cores
 from assay.judges.native import (
     CRASH_TEST_ENV,
@@ -210,6 +220,17 @@ def chat_tokens(llm: Any, formatter: Any, request: Request) -> list[int]:
     return list(llm.tokenize(formatted.prompt.encode("utf-8"), add_bos=False, special=True))
 
 
+class LlamaCppOptions(JudgeOptions):
+    """``--judge-opt`` options of ``llamacpp:`` judges (their meaning: :class:`LlamaCppJudge`)."""
+
+    n_threads: int | None = Field(None, ge=1)
+    n_ctx: int = Field(4096, ge=16)
+    seed: int = 0
+    logits_all: bool = False
+    wait_policy: str = "auto"  # one of cpu.WAIT_POLICIES, checked by the constructor before the model loads
+    extra_buffers: bool = False
+
+
 class LlamaCppJudge(Judge):
     """A GGUF chat model run in a worker thread, one request at a time.
 
@@ -233,6 +254,7 @@ class LlamaCppJudge(Judge):
     supports_logprobs = True
     default_concurrency = 1
     owns_model = True
+    Options = LlamaCppOptions
 
     def __init__(self, model: str = "smollm2", *, n_threads: int | None = None, n_ctx: int = 4096,
                  seed: int = 0, logits_all: bool = False, wait_policy: str = "auto",

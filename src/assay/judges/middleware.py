@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import datetime
 import hashlib
 import json
 import random
+import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 from contextvars import ContextVar
@@ -24,7 +26,14 @@ from pydantic import (
 )
 
 from assay.common.files import load_model
-from assay.errors import ConfigError, FatalJudgeError, JudgeError, RequestJudgeError, TransientJudgeError
+from assay.errors import (
+    ConfigError,
+    FatalJudgeError,
+    JudgeError,
+    RefusedJudgeError,
+    RequestJudgeError,
+    TransientJudgeError,
+)
 from assay.judges.ask import charge, usage_of
 from assay.judges.base import Judge, JudgeIdentity, Request, Response
 from assay.types import Usage
@@ -67,6 +76,9 @@ class RetryPolicy(BaseModel):
         base_delay_s: Backoff before the second attempt; doubles after each failure.
         max_delay_s: Ceiling of a single wait (also caps a server's Retry-After).
         timeout_s: Per-attempt timeout.
+        refused_s: How long an endpoint that refuses connections is retried, from its first refusal, before the run
+            gives up on it (a fatal error): a server that is starting refuses for seconds, an absent one forever,
+            so refusals get this short budget instead of ``max_attempts`` backoffs.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -75,6 +87,7 @@ class RetryPolicy(BaseModel):
     base_delay_s: float = 1.0
     max_delay_s: float = 60.0
     timeout_s: float = 180.0
+    refused_s: float = Field(3.0, ge=0.0)
 
     def delay(self, attempt: int, retry_after: float | None, rng: random.Random) -> float:
         """Seconds to wait after failed attempt number ``attempt`` (1-based)."""
@@ -218,6 +231,7 @@ class ManagedJudge:
         self._on_retry = on_retry
         self._rng = random.Random(seed)
         self._in_flight: dict[str, _Flight] = {}
+        self._refused_since: float | None = None  # when the endpoint's current run of refusals began
         self._parked: Callable[[], AbstractContextManager[object]] = getattr(judge, "parked", nullcontext)
         self.sample_offset = 0
 
@@ -301,23 +315,31 @@ class ManagedJudge:
             self._in_flight.pop(key, None)
 
     async def _with_retries(self, key: str, request: Request) -> Response:
+        """The call, retried: transient failures up to ``max_attempts``, refusals within ``refused_s`` (no attempt)."""
         last: JudgeError | None = None
-        for attempt in range(1, self.retry.max_attempts + 1):
-            if attempt > 1 and (hit := self._cached(key)) is not None:
+        attempt = tries = 0
+        while attempt < self.retry.max_attempts:
+            tries += 1
+            if tries > 1 and (hit := self._cached(key)) is not None:
                 return hit
             try:
                 async with asyncio.timeout(self.retry.timeout_s):  # unlike wait_for on 3.11, no task per call
                     response = await self.inner.generate(request)
-                if attempt == self.retry.max_attempts or not empty_answer(response):
+                self._refused_since = None
+                if attempt + 1 == self.retry.max_attempts or not empty_answer(response):
                     return response  # an answer empty to the end is the method's to record (a parse failure)
                 raise TransientJudgeError("the judge answered with empty content")
             except FatalJudgeError:
                 raise
             except RequestJudgeError as exc:  # this request only: its unit fails, the run goes on
                 self.ledger.failures += 1
-                exc.attempts = attempt
+                exc.attempts = attempt + 1
                 raise
+            except RefusedJudgeError as exc:
+                await self._refused(exc, tries)
+                continue
             except (TransientJudgeError, TimeoutError) as exc:
+                attempt += 1
                 last = exc if isinstance(exc, JudgeError) else TransientJudgeError(
                     f"no answer within {self.retry.timeout_s:g} s")
                 if attempt == self.retry.max_attempts:
@@ -332,6 +354,33 @@ class ManagedJudge:
         error = JudgeError(f"{self.identity.label}: gave up after {self.retry.max_attempts} attempts: {last}")
         error.attempts = self.retry.max_attempts
         raise error
+
+    async def _refused(self, exc: RefusedJudgeError, attempt: int) -> None:
+        """Wait before retrying a refused connection, within the endpoint's refusal budget; past it, give up.
+
+        The budget runs from the endpoint's first refusal since its last answer, shared by every call: the first
+        refusal says on the status line what is happening and until when; once it is spent, every call refused
+        stops the run at once with a fatal error (nothing is listening: no unit could be judged).
+
+        Raises:
+            FatalJudgeError: The endpoint has refused connections for ``refused_s`` seconds.
+        """
+        now = time.monotonic()
+        if self._refused_since is None:
+            self._refused_since = now
+            if self._on_retry:
+                until = datetime.datetime.now() + datetime.timedelta(seconds=self.retry.refused_s)
+                self._on_retry(f"retrying until {until:%H:%M:%S} ({self.retry.refused_s:g} s for refused "
+                               f"connections): {exc}")
+        left = self._refused_since + self.retry.refused_s - now
+        if left <= 0:
+            self.ledger.failures += 1
+            error = FatalJudgeError(f"{self.identity.label}: {exc}; refused for {self.retry.refused_s:g} s, giving "
+                                    "up (start the server, or wait longer with --refused-wait)")
+            error.attempts = attempt
+            raise error from exc
+        self.ledger.retries += 1
+        await asyncio.sleep(min(left, self.retry.delay(attempt, None, self._rng)))
 
     async def aclose(self) -> None:
         await self.inner.aclose()

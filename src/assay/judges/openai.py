@@ -16,11 +16,21 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit, urlunsplit
 
-from assay.errors import ConfigError, FatalJudgeError, JudgeError, RequestJudgeError, TransientJudgeError
+from pydantic import Field
+
+from assay.errors import (
+    ConfigError,
+    FatalJudgeError,
+    JudgeError,
+    RefusedJudgeError,
+    RequestJudgeError,
+    TransientJudgeError,
+)
 from assay.judges.base import (
     Choice,
     Judge,
     JudgeIdentity,
+    JudgeOptions,
     Request,
     Response,
     TokenLogprobs,
@@ -29,6 +39,16 @@ from assay.judges.base import (
 
 #: Seconds an idle connection is kept alive: the SDK's default (httpx's ``Limits.keepalive_expiry``).
 KEEPALIVE_S = 5.0
+
+
+class OpenAIOptions(JudgeOptions):
+    """``--judge-opt`` options of ``openai:`` judges (their meaning: :class:`OpenAIJudge`)."""
+
+    api_key: str | None = None
+    timeout: float = Field(120.0, gt=0)
+    logprobs: bool | None = None
+    cache_prompt: bool | None = None
+    n_ctx: int | None = Field(None, gt=0)
 
 
 class OpenAIJudge(Judge):
@@ -55,6 +75,7 @@ class OpenAIJudge(Judge):
     """
 
     default_concurrency = 16
+    Options = OpenAIOptions
 
     @classmethod
     def from_spec(cls, model: str, url: str | None = None, **options: Any) -> OpenAIJudge:
@@ -320,6 +341,8 @@ class OpenAIJudge(Judge):
         reason = connection_reason(exc)
         if reason.startswith("timed out waiting"):
             return TransientJudgeError(f"request to {self._where} {reason}")
+        if reason.startswith(REFUSED):
+            return RefusedJudgeError(f"cannot reach {self._where}: {reason}")
         return TransientJudgeError(f"cannot reach {self._where}: {reason}")
 
 
@@ -521,6 +544,22 @@ def redact(text: str, secrets: list[str]) -> str:
     return _TOKEN.sub(lambda m: (m.group(1) or "") + "[redacted]", text)
 
 
+REFUSED = "connection refused"
+
+
+def _cut_short(err: BaseException) -> str | None:
+    """What an answer cut short means, from aiohttp's payload errors (whose own words are a parser's), or None."""
+    name, text = type(err).__name__, str(err)
+    if name == "ContentLengthError" or "content length" in text.lower():
+        return ("the server closed the connection mid-answer: the body was shorter than its Content-Length "
+                "(a server or proxy that crashed or timed out while sending)")
+    if name == "TransferEncodingError" or "payload is not completed" in text.lower():
+        return "the server closed the connection mid-answer: the chunked body ended before its last chunk"
+    if name == "ServerDisconnectedError":
+        return "the server closed the connection without answering"
+    return None
+
+
 def connection_reason(exc: BaseException) -> str:
     """Why a connection failed, from the chain of errors under the SDK's generic ``Connection error.``.
 
@@ -535,7 +574,9 @@ def connection_reason(exc: BaseException) -> str:
         seen = seen.__cause__ or seen.__context__
     for err in reversed(chain):
         if isinstance(err, ConnectionRefusedError):
-            return "connection refused (is the server running, on that port?)"
+            return f"{REFUSED} (is the server running, on that port?)"
+        if (cut := _cut_short(err)) is not None:
+            return cut
         if isinstance(err, socket.gaierror):
             return f"host name not found (DNS: {err.strerror or err})"
         if isinstance(err, ssl.SSLError):

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from assay.errors import AssayError, ReplayMissError
-from assay.judges.base import Judge, JudgeIdentity, Request, Response
+from assay.judges.base import Judge, JudgeIdentity, JudgeOptions, Request, Response
 from assay.judges.middleware import call_key
 
 
@@ -21,6 +21,7 @@ class ReplayJudge(Judge):
 
     default_concurrency = 32
     paid = False  # re-answering a recorded call pays nothing
+    Options = JudgeOptions  # none
 
     def __init__(self, run_dir: str | Path) -> None:
         from assay.run.store import RunStore

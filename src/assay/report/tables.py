@@ -1,7 +1,8 @@
 """Meta-evaluation results as plain tables of strings, shared by the terminal (rich) and the HTML report.
 
 Each function returns ``{"title", "columns", "rows", "notes"}`` so that the CLI and the report print
-exactly the same numbers.
+exactly the same numbers; ``keys`` (default 1) says how many leading columns name a row (the terminal puts them in a
+legend when the table is too wide for it: :mod:`assay.cli.fit`).
 """
 
 from __future__ import annotations
@@ -96,7 +97,7 @@ def agreement_table(rows: list[dict[str, Any]], title: str = "agreement") -> Tab
         rules.setdefault(r["fleiss_rule"], []).append(f"{who}/{r['dimension']}")
     notes = [f"Fleiss categories ({', '.join(v[:3])}{'...' if len(v) > 3 else ''}): {k}" for k, v in rules.items()]
     notes.append("ICC and Fleiss' kappa use the items every rater scored; alpha uses all ratings")
-    return {"title": title, "columns": cols, "rows": out, "notes": notes}
+    return {"title": title, "columns": cols, "rows": out, "notes": notes, "keys": 2}
 
 
 def runs_table(result: dict[str, Any]) -> Table:
@@ -115,7 +116,7 @@ def runs_table(result: dict[str, Any]) -> Table:
         if len(dims) > 1:
             cells += [fmt(by["average"][m]) for m in measures]
         rows.append(cells)
-    return {"title": f"runs side by side ({result['level']}-level)", "columns": cols, "rows": rows,
+    return {"title": f"runs side by side ({result['level']}-level)", "columns": cols, "rows": rows, "keys": 3,
             "notes": [f"level: {result['level']} ({result['level_reason']})"]}
 
 
@@ -126,7 +127,7 @@ def significance_table(tests: list[dict[str, Any]]) -> Table:
              str(t.get("n_pairs", f"{t.get('n_a')}+{t.get('n_b')}")), fmt(t["statistic"]), fmt(t["p_value"], 4),
              fmt(t["p_adjusted"], 4), fmt(t["significant"])] for t in tests]
     alpha = tests[0]["alpha"] if tests else 0.05
-    return {"title": "significance across judges", "columns": cols, "rows": rows,
+    return {"title": "significance across judges", "columns": cols, "rows": rows, "keys": 2,
             "notes": [f"two-sided; Benjamini-Hochberg over the {sum(t['p_value'] == t['p_value'] for t in tests)} "
                       f"defined tests at FDR {alpha}; - : undefined (fewer than two judges per method, "
                       "or no difference at all)"]}
@@ -139,7 +140,7 @@ def stability_table(rows: list[dict[str, Any]], dimension: str = "average") -> T
             fmt(r["variance"], 4), fmt(r["std"]), fmt(r["min"]), fmt(r["max"])]
            for r in rows if dimension is None or r["dimension"] == dimension]
     ddof = rows[0]["ddof"] if rows else 1
-    return {"title": "stability across judges / runs", "columns": cols, "rows": out,
+    return {"title": "stability across judges / runs", "columns": cols, "rows": out, "keys": 3,
             "notes": [f"variance with ddof={ddof}"]}
 
 
@@ -155,7 +156,7 @@ def paired_table(results: list[dict[str, Any]]) -> Table:
     notes = [f"{SYMBOLS[r['measure']]}, {r['n_boot']} paired resamples of {r['unit']}s, seed {r['seed']}; "
              "A and B are computed on the items both methods scored, so they can differ from each run's table"
              for r in results[:1]]
-    return {"title": "paired bootstrap", "columns": cols, "rows": rows, "notes": notes}
+    return {"title": "paired bootstrap", "columns": cols, "rows": rows, "notes": notes, "keys": 3}
 
 
 def quality_table(rows: list[dict[str, Any]], measures: list[str]) -> Table:

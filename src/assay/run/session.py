@@ -227,7 +227,7 @@ class RunSession:
                                         retry=self._retry, prices=s.prices)
         else:
             self.managed = ManagedJudge(self.bare, cache=self.store.calls, concurrency=s.concurrency, retry=s.retry,
-                                        prices=s.prices)
+                                        prices=s.prices, on_retry=self.status)  # retries, a refusal: said
 
     def check(self) -> None:
         """Refuse a directory holding another run's settings before any judge call (it then costs nothing and
@@ -248,7 +248,7 @@ class RunSession:
             self.logprobs_reason = f"not probed: {method.name} as configured reads no log-probabilities"
             return
         self.status(f"checking what {bare.identity.label} supports")
-        self.logprobs_reason = await detect_capabilities(bare, store, self._retry)
+        self.logprobs_reason = await detect_capabilities(bare, store, self._retry, self.status)
         managed = self.managed
         assert managed is not None
         if self.logprobs_reason and self.logprobs_reason.startswith("probe:") and not managed.supports_logprobs:
@@ -437,7 +437,8 @@ async def preparing(prepare: Awaitable[R], method: str, judge: ManagedJudge,
     return task.result()
 
 
-async def detect_capabilities(judge: Judge, store: RunStore, retry: RetryPolicy | None) -> str | None:
+async def detect_capabilities(judge: Judge, store: RunStore, retry: RetryPolicy | None,
+                              status: Callable[[str], None] | None = None) -> str | None:
     """Ask the judge once whether it gives log-probabilities; a resumed run reuses the recorded answer.
 
     The probe goes through the run's retry policy (a 503 at start is retried, never read as "no"); it is
@@ -453,7 +454,7 @@ async def detect_capabilities(judge: Judge, store: RunStore, retry: RetryPolicy 
     known = None
     if old is not None and old.get("judge") == judge.identity.model_dump(mode="json") and "judge_logprobs" in old:
         known = bool(old["judge_logprobs"])
-    prober = ManagedJudge(judge, retry=retry)  # no cache, its own ledger: the probe is no judgment's call
+    prober = ManagedJudge(judge, retry=retry, on_retry=status)  # no cache, its own ledger: no judgment's call
 
     async def send(request: Request) -> Response:
         return (await ask(prober, request, stage="capability")).response

@@ -16,6 +16,7 @@ import email.policy
 import hashlib
 import json
 import re
+import socket
 import threading
 import time
 from collections import Counter, deque
@@ -48,6 +49,7 @@ class Behaviour:
 
     Attributes:
         kind: "ok", "error", "slow", "drop" (close the connection without answering), "malformed",
+            "truncated" (a 200 whose body stops halfway through its Content-Length, then the connection closes),
             "echo" (the answer is the request's last user message, after ``text`` as a prefix) or
             "varying" (the answer is ``vary(prompt, k)``, k being how many times that prompt was
             asked before: a second identical call gets another answer, as from a sampling server).
@@ -211,6 +213,17 @@ class FakeOpenAIServer:
                     return
                 if behaviour.kind == "malformed":
                     self._raw(200, b"{not json", "application/json")
+                    return
+                if behaviour.kind == "truncated":
+                    whole = json.dumps(server.answer(body, behaviour, asked_before)).encode()
+                    self.send_response(200)
+                    self.send_header("content-type", "application/json")
+                    self.send_header("content-length", str(len(whole)))
+                    self.end_headers()
+                    self.wfile.write(whole[:len(whole) // 2])
+                    self.wfile.flush()
+                    self.close_connection = True
+                    self.connection.shutdown(socket.SHUT_RDWR)
                     return
                 self._json(200, server.answer(body, behaviour, asked_before))
                 if server.log_path is not None:

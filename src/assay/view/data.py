@@ -166,18 +166,22 @@ def _samples(runs: list[dict[str, Any]], texts: TextTable, notes: list[str],
     by_name = {}
     datasets = []
     for name in dict.fromkeys((r["manifest"].get("dataset") or {}).get("name") for r in runs):
-        loaded, error = _load(override or name)
+        loaded, error, labels = _load(override or name)
         by_name[name] = loaded
-        datasets.append({"name": name, "read_from": override or name, "loaded": loaded is not None, "error": error})
+        datasets.append({"name": name, "read_from": override or name, "loaded": loaded is not None, "error": error,
+                         "labels": labels})
         if error:
             notes.append(f"dataset {name!r} could not be loaded ({error}): samples are shown by id only")
     samples: dict[str, dict[str, Any]] = {}
+    position = {d["name"]: i for i, d in enumerate(datasets)}
     for r in runs:
-        full = by_name.get((r["manifest"].get("dataset") or {}).get("name")) or {}
+        name = (r["manifest"].get("dataset") or {}).get("name")
+        full = by_name.get(name) or {}
         for s in r["samples"]:
             if s["id"] in samples:
                 continue
-            entry = {"id": s["id"], "doc": s["doc_id"], "sys": s["system_id"], "human": s["human"]}
+            entry = {"id": s["id"], "doc": s["doc_id"], "sys": s["system_id"], "human": s["human"],
+                     "ds": position[name]}  # its dataset, whose card names its texts (``labels``)
             if (d := full.get(s["id"])) is not None:
                 entry.update(src=texts.add(d.source or None), out=texts.add(d.output), ref=texts.add(d.reference),
                              ctx=texts.add(d.context))
@@ -185,16 +189,21 @@ def _samples(runs: list[dict[str, Any]], texts: TextTable, notes: list[str],
     return list(samples.values()), datasets
 
 
-def _load(name: str | None) -> tuple[dict[str, Any] | None, str | None]:
+def _load(name: str | None) -> tuple[dict[str, Any] | None, str | None, dict[str, str]]:
+    """The dataset's samples by id (None and why, where it does not load) and its card's names for the texts."""
     from assay.datasets import load_dataset
 
+    labels = {"src": "source", "ctx": "context", "ref": "reference", "out": "output"}
     if not name:
-        return None, "the run's manifest names no dataset"
+        return None, "the run's manifest names no dataset", labels
     try:
         ds = load_dataset(name)
     except Exception as exc:  # any failure: the page says so and shows ids
-        return None, f"{type(exc).__name__}: {exc}"
-    return {s.id: s for s in ds.all_samples}, None
+        return None, f"{type(exc).__name__}: {exc}", labels
+    info = ds.info
+    labels = {"src": info.input_name, "ctx": info.context_name or "context",
+              "ref": info.reference_name, "out": info.output_name}
+    return {s.id: s for s in ds.all_samples}, None, labels
 
 
 def _judgments(runs: list[dict[str, Any]], index: dict[str, int], dims: list[str],

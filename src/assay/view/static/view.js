@@ -189,6 +189,26 @@ const AssayView = (() => {
     ["status", (k) => STATUS[J.st[k]]],
     ["error / output", (k) => J.err[k] || clip(text(data.samples[J.s[k]].out), 200)],
   ];
+  // Names are never cut: the sample, system, dimension and run columns are as wide as their longest value, measured
+  // in the header's (bold, so wider) font; the rows keep one fixed height for the virtual scroll, and the last column
+  // takes the rest of the line, cut with its hover title. A table wider than the page scrolls sideways.
+  const NAMES = {0: () => data.samples.map((s) => s.id), 1: () => data.samples.map((s) => s.sys || "–"),
+    2: () => data.dims, 3: () => data.runs.map((r) => r.label)};
+  const FIXED_CH = {4: 7, 5: 7, 6: 13, 7: 13};  // score, human, disagreement, status
+  function fitColumns(head, tbl) {
+    const pen = document.createElement("canvas").getContext("2d");
+    pen.font = getComputedStyle(head.children[0]).font;
+    const pad = 2 * parseFloat(getComputedStyle(head.children[0]).paddingLeft) + 6;
+    let total = 0;
+    [...head.children].forEach((th, c) => {
+      if (!NAMES[c] && FIXED_CH[c] === undefined) return;
+      const px = NAMES[c] ? Math.ceil(Math.max(...[COLS[c][0], ...NAMES[c]()].map((v) => pen.measureText(String(v)).width)))
+        + pad : FIXED_CH[c] * pen.measureText("0").width + pad;
+      th.style.width = px + "px";
+      total += px;
+    });
+    tbl.style.width = `max(100%, ${total}px + 24em)`;
+  }
   function renderSamples(root) {
     const state = {dim: "", run: "", status: "", dis: "", q: "", sort: null, desc: false, rows: []};
     const count = el("span", {id: "row-count", class: "muted"});
@@ -227,6 +247,7 @@ const AssayView = (() => {
     const tbl = el("table", {class: "grid rows", id: "sample-table"}, el("thead", {}, head), body);
     const viewport = el("div", {class: "viewport", id: "viewport"}, spacer, tbl);
     root.appendChild(viewport);
+    fitColumns(head, tbl);  // in the page: its fonts are known
     viewport.addEventListener("scroll", draw);
 
     function refresh() {
@@ -434,9 +455,10 @@ const AssayView = (() => {
       "a pair of outputs of one input: both texts are in each judgment below"));
     else if (s.out === undefined) panel.appendChild(el("p", {class: "warn"},
       "the dataset could not be loaded: texts are not shown, only ids (see the overview's notes)"));
+    const labels = (data.datasets[s.ds] || {}).labels || {};  // the card's own names ("conversation history")
     for (const [name, key] of [["source", "src"], ["context", "ctx"], ["reference", "ref"], ["output", "out"]]) {
       if (s[key] !== null && s[key] !== undefined) panel.appendChild(el("div", {class: "textblock " + name},
-        el("h4", {}, name), pre(text(s[key]), "text " + key)));
+        el("h4", {}, labels[key] || name), pre(text(s[key]), "text " + key)));
     }
     const human = Object.entries(s.human || {});
     panel.appendChild(el("h4", {}, "human ratings"));
