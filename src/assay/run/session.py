@@ -272,9 +272,16 @@ class RunSession:
             store.put_artifact(name, digest, text)
             return digest
 
+        said: list[str] = []  # the method's own lines, which the progress ticker keeps
+
+        def method_status(message: str) -> None:
+            said.append(message)
+            self.status(message)
+
         self.ctx = RunContext(dataset=plan.dataset, dimensions=plan.dimensions, judge=managed, note=self.note,
-                              artifacts=put_artifact, status=self.status)
-        prepared = await preparing(plan.method.prepare(self.ctx), plan.method.name, managed, self.status)
+                              artifacts=put_artifact, status=method_status)
+        prepared = await preparing(plan.method.prepare(self.ctx), plan.method.name, managed, self.status,
+                                   latest=lambda: said[-1] if said else None)
         s = self.settings
         manifest = {
             **plan.fingerprint(bare.identity),  # now with the settings that preparation decided
@@ -417,9 +424,11 @@ def usage_totals(sessions: list[dict[str, Any]]) -> tuple[dict[str, dict[str, An
 
 
 async def preparing(prepare: Awaitable[R], method: str, judge: ManagedJudge,
-                    status: Callable[[str], None], every_s: float = 0.5) -> R:
+                    status: Callable[[str], None], every_s: float = 0.5,
+                    latest: Callable[[], str | None] = lambda: None) -> R:
     """Await a method's preparation (a run's, or :func:`assay.prepare`'s build), saying every ``every_s``
-    seconds how many judge calls it has made, so that a long build never looks like a hang."""
+    seconds how many judge calls it has made, so that a long build never looks like a hang; after the method's
+    own latest line (``latest``: "the judge writes the evaluation steps for coherence") where it said one."""
     task = asyncio.ensure_future(prepare)
     started = time.monotonic()
     status(f"preparing {method} (artifacts: steps, checklists, rubrics, ...)")
@@ -428,8 +437,8 @@ async def preparing(prepare: Awaitable[R], method: str, judge: ManagedJudge,
             await asyncio.wait({task}, timeout=every_s)
             if not task.done():
                 u = judge.ledger.total()
-                status(f"preparing {method}: {u.calls} judge call(s) so far ({u.cached_calls} from cache), "
-                       f"{time.monotonic() - started:.0f} s")
+                status(f"{latest() or f'preparing {method}'}: {u.calls} judge call(s) so far "
+                       f"({u.cached_calls} from cache), {time.monotonic() - started:.0f} s")
     except asyncio.CancelledError:  # an interrupted run: the build stops with it, before the judge is closed
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
