@@ -30,6 +30,7 @@ from assay.judges.batch import (
     WAIT_S as BATCH_WAIT_S,
 )
 from assay.methods import Method, RunContext, make_method
+from assay.run.answer_format import check_asked, decide
 from assay.run.estimate import Estimate, estimate_run
 from assay.run.executor import Progress, default_unit_concurrency, execute, order_units
 from assay.run.ray_executor import execute_ray, import_ray, parse_executor, ray_settings_for
@@ -114,6 +115,7 @@ async def evaluate_async(
     worker_cpus: float | None = None,
     worker_gpus: float | None = None,
     estimate: bool = False,
+    answer_format: str = "auto",
 ) -> RunResult | Estimate:
     """Judge a dataset's samples with a method and a judge; resume if ``run_dir`` holds this run.
 
@@ -151,6 +153,10 @@ async def evaluate_async(
         estimate: Call no judge: return the :class:`~assay.run.estimate.Estimate` of the run instead (calls and
             prompt / completion tokens per stage, its cost with ``prices``), counted by running the method
             against a stand-in judge. ``run_dir`` is only read (a resumed run's done units and cached calls).
+        answer_format: ``json`` (the method's answers decoded under its JSON schema, where the judge enforces one),
+            ``free`` (free text, read by the method's free-text reader) or ``auto`` (json where the judge enforces
+            schemas and the method's configuration does not prescribe free text, as a paper preset does); decided
+            once per run (:mod:`assay.run.answer_format`), recorded in the manifest and each trace.
     """
     # before the judge is loaded: a missing extra or a bad setting costs nothing
     ray_settings = ray_settings_for(parse_executor(executor), workers, worker_cpus, worker_gpus)
@@ -159,14 +165,15 @@ async def evaluate_async(
                           "(run --batch with the local executor; the provider does the scaling)")
     if ray_settings is not None:
         import_ray()
+    check_asked(answer_format)
     dataset, dim_names = _as_dataset(data, dimensions)
     dataset = dataset.select(limit=limit, docs=docs)
     meth = make_method(method, options) if isinstance(method, str) else method
     dims = _dimensions(meth, dataset, dim_names)
     if estimate:
         return await estimate_run(meth, dataset, dims, judge, judge_options=judge_options, run_dir=run_dir,
-                                  prices=prices, batch=bool(batch),
-                                  fingerprint=lambda who: _fingerprint(meth, who, dataset, dims))
+                                  prices=prices, batch=bool(batch), answer_format=answer_format,
+                                  fingerprint=lambda who: _fingerprint(meth, who, dataset, dims, answer_format))
     if run_dir is not None:
         check_run_dir(run_dir)
     run_path = Path(run_dir) if run_dir is not None else Path(tempfile.mkdtemp(prefix="assay-run-"))
@@ -193,7 +200,7 @@ async def evaluate_async(
         managed = ManagedJudge(bare, cache=store, concurrency=concurrency, retry=retry, prices=prices)
     try:
         # before any judge call: another run's settings must cost nothing and write nothing here
-        store.check(_fingerprint(meth, bare.identity, dataset, dims), before_prepare=True,
+        store.check(_fingerprint(meth, bare.identity, dataset, dims, answer_format), before_prepare=True,
                     upgrade=meth.Options.upgrade_settings)
         if batcher is None:
             _note_unfinished_batches(store)
@@ -208,6 +215,12 @@ async def evaluate_async(
         if logprobs_reason and logprobs_reason.startswith("probe:") and not managed.supports_logprobs:
             note("capability", f"{managed.identity.label} gives no log-probabilities ({logprobs_reason}); methods "
                                "that read them use their fallback (G-Eval: sampling)")
+        # issue 27: the answer format, decided once (a probe only when the method would use a schema)
+        old = store.manifest() or {}
+        fmt = await decide(answer_format, meth, bare, retry=retry, recorded=old.get("answer_format")
+                           if old.get("judge") == bare.identity.model_dump(mode="json") else None)
+        if fmt.fallback:
+            note("answer-format", fmt.reason)
 
         def put_artifact(name: str, text: str) -> str:
             digest = content_hash(text)
@@ -215,10 +228,11 @@ async def evaluate_async(
             return digest
 
         ctx = RunContext(dataset=dataset, dimensions=dims, judge=managed, note=note, artifacts=put_artifact,
-                         status=status)
+                         status=status, answer_format=fmt.used)
         prepared = await preparing(meth.prepare(ctx), meth.name, managed, status)
         manifest = {
-            **_fingerprint(meth, bare.identity, dataset, dims),  # now with the settings that preparation decided
+            **_fingerprint(meth, bare.identity, dataset, dims, answer_format),  # with what preparation decided
+            "answer_format": fmt.record(),
             "artifacts": prepared,
             "judge_logprobs": bare.supports_logprobs,
             "judge_logprobs_reason": logprobs_reason,
@@ -353,14 +367,20 @@ async def _detect_capabilities(judge: Judge, store: RunStore, retry: RetryPolicy
     return getattr(judge, "logprobs_reason", None)
 
 
-def _fingerprint(meth: Method, judge: JudgeIdentity, dataset: Dataset, dims: list[Dimension]) -> dict[str, Any]:
-    """The manifest fields a resumed run must match (``store.FINGERPRINT``), in one place for check and record."""
+def _fingerprint(meth: Method, judge: JudgeIdentity, dataset: Dataset, dims: list[Dimension],
+                 answer_format: str = "free") -> dict[str, Any]:
+    """The manifest fields a resumed run must match (``store.FINGERPRINT``), in one place for check and record.
+
+    ``answer_format_asked`` is recorded only when not ``free``: a run stored before the option existed (free text)
+    resumes with ``--answer-format free``.
+    """
     return {
         "method": meth.name,
         "method_settings": meth.settings(),
         "judge": judge.model_dump(mode="json"),
         "dataset": {"name": dataset.name, "sha256": dataset.sha256},
         "dimensions": [d.model_dump(mode="json") for d in dims],
+        **({"answer_format_asked": answer_format} if answer_format != "free" else {}),
     }
 
 

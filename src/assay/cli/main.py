@@ -92,6 +92,9 @@ def run(
     worker_gpus: Annotated[float | None, typer.Option(help="Ray: GPUs per worker (default 0)")] = None,
     estimate: Annotated[bool, typer.Option(
         "--estimate", help="Call no judge: print the calls, tokens (and cost with --prices) per stage")] = False,
+    answer_format: Annotated[str, typer.Option(
+        "--answer-format", help="free | json | auto: json decodes the method's answers under its JSON schema where "
+        "the judge enforces one; auto (default) does so unless a paper preset prescribes free text")] = "auto",
 ) -> None:
     """Judge a dataset with a method; re-run the same command to resume.
 
@@ -110,7 +113,7 @@ def run(
     if estimate:
         _print_estimate(evaluate(dataset, method=method, judge=judge, dimensions=dimension, run_dir=run_path,
                                  options=options, judge_options=judge_options(judge_opt), limit=limit, docs=docs,
-                                 prices=price_table, estimate=True, batch=batch))
+                                 prices=price_table, estimate=True, batch=batch, answer_format=answer_format))
         return
     bar = _progress(quiet)
     task: list[Any] = []
@@ -136,7 +139,7 @@ def run(
                           options=options, judge_options=judge_options(judge_opt), limit=limit, docs=docs,
                           concurrency=concurrency, retry=RetryPolicy(timeout_s=timeout, max_attempts=retries),
                           prices=price_table, on_start=on_start, on_update=on_update, on_status=on_status,
-                          batch=batch_options,
+                          batch=batch_options, answer_format=answer_format,
                           executor=executor, workers=workers, worker_cpus=worker_cpus, worker_gpus=worker_gpus)
     assert isinstance(result, RunResult)  # without estimate=True, evaluate runs
     _print_run(result, priced=price_table is not None)
@@ -206,6 +209,8 @@ def _print_run(result: Any, *, priced: bool = False) -> None:
         if result.resumed:
             cost += f" (whole run ${result.manifest['cost_usd']:.4f})"
         out.print(cost)
+    if isinstance(m.get("answer_format"), dict):
+        out.print(f"answer format: {m['answer_format']['used']} ({escape(m['answer_format']['reason'])})")
     if m.get("batch"):
         created, resumed = m["batch"]["created"], m["batch"].get("resumed", [])
         out.print(f"batches: {len(created)} created" + (f", {len(resumed)} taken up from an earlier session"

@@ -35,6 +35,7 @@ from assay.judges.tokens import (
     tiktoken_counter,
 )
 from assay.methods import Method, RunContext
+from assay.run.answer_format import choose
 from assay.run.executor import order_units
 from assay.run.standin import answer as standin_answer
 from assay.run.standin import fenced_text, listed
@@ -293,13 +294,34 @@ async def judge_for_estimate(judge: str | Judge, options: dict[str, Any],
     return identity, logprobs, counter, assumptions
 
 
+def schema_for_estimate(judge: str | Judge, options: dict[str, Any], manifest: dict[str, Any] | None,
+                        assumptions: list[str]) -> tuple[bool, str]:
+    """Whether the judge would enforce JSON schemas, without a call: the embedded judge does, a Judge object says,
+    an endpoint's answer is the judge option ``schema``, the resumed run's record, or assumed (said so)."""
+    if isinstance(judge, Judge):
+        return judge.supports_schema, judge.schema_reason or "the judge object says so"
+    backend = parse_spec(judge)[0]
+    if backend == "llamacpp":
+        return True, "the embedded judge decodes under a grammar"
+    if "schema" in options:
+        return str(options["schema"]).lower() in ("1", "true", "yes", "on"), "set by the judge option schema"
+    recorded = (manifest or {}).get("answer_format") or {}
+    if recorded.get("judge_schema") is not None:
+        return bool(recorded["judge_schema"]), "as recorded by the run"
+    if backend != "openai":
+        return False, f"the {backend} backend enforces no schema"
+    assumptions.append("JSON-schema support assumed (not probed: an estimate makes no call; set --judge-opt "
+                       "schema=... or --answer-format free)")
+    return True, "assumed"
+
+
 # -- the estimate --------------------------------------------------------------------------------------------------
 
 
 async def estimate_run(meth: Method, dataset: Dataset, dims: list[Dimension], judge: str | Judge, *,
                        judge_options: dict[str, Any] | None = None, run_dir: str | Path | None = None,
                        prices: PriceTable | None = None, reask_rate: float = 0.0,
-                       batch: bool = False,
+                       batch: bool = False, answer_format: str = "free",
                        fingerprint: Callable[[JudgeIdentity], dict[str, Any]] | None = None) -> Estimate:
     """Count what a run of ``meth`` over ``dataset`` x ``dims`` with ``judge`` would send, without sending it.
 
@@ -315,6 +337,8 @@ async def estimate_run(meth: Method, dataset: Dataset, dims: list[Dimension], ju
         batch: Price at the batch discount (see :func:`call_cost`).
         fingerprint: The run's fingerprint for a judge identity: a run directory holding another run is refused,
             as the run itself would refuse it.
+        answer_format: ``--answer-format``: the estimate counts the requests of the format the run would use
+            (an endpoint's schema support is assumed, or taken from the run being resumed, not probed).
     """
     if not 0.0 <= reask_rate <= 10.0:
         raise ConfigError(f"the re-ask rate must be between 0 and 10 per call, not {reask_rate}")
@@ -329,8 +353,10 @@ async def estimate_run(meth: Method, dataset: Dataset, dims: list[Dimension], ju
             store.check(fingerprint(identity), before_prepare=True)
         counting = CountingJudge(identity, logprobs, counter, store)
         notes: list[tuple[str, str]] = []
+        fmt = choose(answer_format, meth, *schema_for_estimate(judge, judge_options or {}, manifest, assumptions))
+        assumptions.append(f"answer format: {fmt.used} ({fmt.reason})")
         ctx = RunContext(dataset=dataset, dimensions=dims, judge=counting, note=lambda k, m: notes.append((k, m)),
-                         artifacts=lambda name, text: content_hash(text))
+                         artifacts=lambda name, text: content_hash(text), answer_format=fmt.used)
         with _scoped((), None) as prep:
             await meth.prepare(ctx)
         done = store.done_units() if store is not None else set()

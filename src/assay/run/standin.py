@@ -90,12 +90,25 @@ def json_answer(prompt: str, schema: str | None) -> str:
 
 
 def schema_answer(schema: dict[str, Any]) -> dict[str, Any]:
-    """Values for each field of an object schema; a ``^V(,V){n-1}$`` pattern gets n values."""
+    """Values for each field of an object schema; a ``^V(,V){n-1}$`` pattern gets n values, an enum its middle
+    value, a string of bounded length that many characters at most (a typical reasoning), a list of strings one."""
     out: dict[str, Any] = {}
     for key, field in schema.get("properties", {}).items():
-        match = _VALUES.match(field.get("pattern", "")) if isinstance(field, dict) else None
-        count = 1 + int(match.group("rest") or 0) if match else 1
-        out[key] = _values(match.group("value") if match else "", count)
+        field = field if isinstance(field, dict) else {}
+        match = _VALUES.match(field.get("pattern", ""))
+        if "enum" in field:
+            out[key] = field["enum"][(len(field["enum"]) - 1) // 2]
+        elif field.get("type") == "object":
+            out[key] = schema_answer(field)
+        elif field.get("type") == "array":
+            out[key] = ["..."]
+        elif field.get("type") in ("integer", "number"):
+            out[key] = field.get("minimum", 1)
+        elif match is None and field.get("type") == "string" and "maxLength" in field:
+            out[key] = ("The text meets the criterion in part. " * 20)[:int(field["maxLength"]) // 2].strip()
+        else:
+            count = 1 + int(match.group("rest") or 0) if match else 1
+            out[key] = _values(match.group("value") if match else "", count)
     return out
 
 

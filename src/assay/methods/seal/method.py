@@ -32,7 +32,7 @@ from assay.methods.seal.paper import (
     parse_joint_facts,
     parse_paper_split,
 )
-from assay.methods.seal.prompts import Ask
+from assay.methods.seal.prompts import Ask, list_schema
 from assay.methods.seal.run import SealRun, Stage1, ask_judge, spent
 from assay.methods.seal.spec import Recipe, Spec, load_spec, parse_overrides
 from assay.methods.seal.units import (
@@ -57,6 +57,15 @@ class Seal(Method):
     Options = SealOptions
     options: SealOptions
     unit_order = "dimension"  # the dimension's opening and rules precede the texts (seal/prompts.py)
+    #: Stage 1 (sentences, facts), stage 2 (verifications, ratings) and weights are JSON in every answer format;
+    #: under ``json`` each request also carries the schema its builder in ``seal/prompts.py`` wrote.
+    schema_stages = ("decompose", "verify", "weights")
+
+    def answer_schema(self, stage: str, dimension: Dimension | None = None, **shape: Any) -> dict | None:
+        """The schema of one SEAL request, as its prompt builder sized it (``shape``: ``schema``, the builder's):
+        a list of strings per stage-1 key (:func:`~assay.methods.seal.prompts.list_schema`), n comma-separated
+        bits, ratings or weights (``^V(,V){n-1}$``) for verifications and weights."""
+        return shape.get("schema") if stage in self.schema_stages else None
 
     def __init__(self, options: MethodOptions | dict[str, Any] | None = None) -> None:
         super().__init__(options)
@@ -138,9 +147,11 @@ class Seal(Method):
         budget = self.options.fact_max_tokens
         if self.paper_split:
             hint = f'{{"{paper_prompts().split_key}": ["...", "..."]}}'
-            return (Ask(build_paper_split_prompt(source, text), hint, budget), lambda a: parse_paper_split(a, text),
-                    _key("split-paper", source, text))
-        ask = Ask(build_split_prompt(self.spec().split_prompt, text, label), '{"sentences": ["...", "..."]}', budget)
+            return (Ask(build_paper_split_prompt(source, text), hint, budget,
+                        list_schema([paper_prompts().split_key], budget)),
+                    lambda a: parse_paper_split(a, text), _key("split-paper", source, text))
+        ask = Ask(build_split_prompt(self.spec().split_prompt, text, label), '{"sentences": ["...", "..."]}', budget,
+                  list_schema(["sentences"], budget))
         return ask, lambda a: parse_split(a, text), _key("split", label, text)
 
     async def sentences(self, text: str, label: str, ctx: RunContext, source: str = "") -> tuple[Stage1, bool]:
@@ -151,7 +162,7 @@ class Seal(Method):
 
         async def split() -> Stage1:
             asked = await ask_judge(ctx.judge, ask, parse, stage="decompose", reasks=self.options.reasks,
-                                    temperature=self.options.temperature)
+                                    temperature=self.options.temperature, structured=ctx.answer_format == "json")
             if asked.value is not None:
                 return Stage1(asked.value, how="llm", attempts=asked.trace(), usage=spent(asked))
             ctx.note("fallback", "seal: the judge's sentence split was unusable; pysbd sentences used instead")
@@ -165,9 +176,11 @@ class Seal(Method):
         budget = self.options.source_fact_max_tokens if role == "source" else self.options.fact_max_tokens
 
         async def extract() -> Stage1:
-            ask = Ask(build_fact_prompt(self.spec().fact_prompt, text, label), '{"facts": ["...", "..."]}', budget)
+            ask = Ask(build_fact_prompt(self.spec().fact_prompt, text, label), '{"facts": ["...", "..."]}', budget,
+                      list_schema(["facts"], budget))
             asked = await ask_judge(ctx.judge, ask, lambda a: parse_facts(a, text, FACT_PREFIX[role]),
-                                    stage="decompose", reasks=self.options.reasks, temperature=self.options.temperature)
+                                    stage="decompose", reasks=self.options.reasks, temperature=self.options.temperature,
+                                    structured=ctx.answer_format == "json")
             value, attempts, usage = asked.value, asked.trace(), spent(asked)
             if value is None:
                 return Stage1(None, error=str(asked.error), how="llm", attempts=attempts, usage=usage)
@@ -183,9 +196,11 @@ class Seal(Method):
         texts = {"source": source, "reference": reference, "output": output}
 
         async def extract() -> Stage1:
-            ask = Ask(build_paper_fact_prompt(source, reference, output), answer_hint(), budget)
+            ask = Ask(build_paper_fact_prompt(source, reference, output), answer_hint(), budget,
+                      list_schema(paper_prompts().fact_keys.values(), budget))
             asked = await ask_judge(ctx.judge, ask, lambda a: parse_joint_facts(a, texts),
-                                    stage="decompose", reasks=self.options.reasks, temperature=self.options.temperature)
+                                    stage="decompose", reasks=self.options.reasks, temperature=self.options.temperature,
+                                    structured=ctx.answer_format == "json")
             value, attempts, usage = asked.value, asked.trace(), spent(asked)
             if value is None:
                 return Stage1(None, error=str(asked.error), how="llm (one call per triple)",

@@ -53,6 +53,21 @@ def answer_schema(fields: dict[str, dict[str, Any]]) -> dict[str, Any]:
     return {"type": "object", "properties": fields, "required": list(fields), "additionalProperties": False}
 
 
+#: The most characters of one extracted sentence or fact under a schema, and the characters a token holds (for
+#: sizing a list to its token budget: a list that cannot close within ``max_tokens`` would be cut off).
+ITEM_CHARS, CHARS_PER_TOKEN = 160, 3.5
+
+
+def list_schema(keys: Iterable[str], budget: int) -> dict[str, Any]:
+    """Stage 1's answer as JSON: under each key a list of strings (sentences or facts), each at most
+    :data:`ITEM_CHARS` long and, all keys together, as many as fit in ``budget`` tokens, so that a grammar always
+    closes the object before the budget runs out."""
+    keys = list(keys)
+    items = max(1, int(budget * CHARS_PER_TOKEN) // ((ITEM_CHARS + 4) * len(keys)))
+    one = {"type": "array", "items": {"type": "string", "maxLength": ITEM_CHARS}, "minItems": 1, "maxItems": items}
+    return answer_schema({k: one for k in keys})
+
+
 def defuse(text: str, keys: Iterable[str]) -> str:
     """Turn ``"key"`` (an answer key in double quotes) inside judged text into curly quotes.
 
