@@ -17,8 +17,9 @@ Same samples, same judge (``llamacpp:smollm2``), each run once with ``--answer-f
    how many criteria, and the repeated names resolved (the build always decodes under its schema).
 
 Runs are stored under ``--work`` (default ``benchmarks/runs/structured``) and resumed: a second invocation prints the
-figures again without a call, except for the times (those of the session that made the calls). The load
-(``/proc/loadavg``) is printed beside the timings: compare free and json within one invocation only.
+figures again without a call. Times are the judge calls' own latency per unit (stored with each judgment), so they
+are those of the session that made the calls; the load (``/proc/loadavg``) around each run is printed beside them:
+compare free and json made in one invocation only.
 """
 
 from __future__ import annotations
@@ -64,11 +65,11 @@ def run(judge: LlamaCppJudge, work: Path, name: str, fmt: str, **kw: Any) -> dic
             "prompt": sum(u.prompt_tokens for u in usage) / n,
             "completion": sum(u.completion_tokens for u in usage) / n,
             "calls": sum(u.calls for u in usage) / n,
-            "seconds_per_unit": seconds / n if any(u.calls for u in usage) else None, "load": f"{before}->{load()}"}
+            "seconds_per_unit": sum(u.latency_s for u in usage) / n, "wall_s": seconds, "load": f"{before}->{load()}"}
 
 
 def row(label: str, fig: dict[str, Any]) -> str:
-    spu = f"{fig['seconds_per_unit']:.2f}" if fig["seconds_per_unit"] is not None else "cached"
+    spu = f"{fig['seconds_per_unit']:.2f}"
     return (f"{label:<24} {fig['used']:>5} {fig['scored']:>4}/{fig['asked']:<4} {fig['coverage']:>8.3f} "
             f"{fig['calls']:>6.2f} {fig['prompt']:>8.0f} {fig['completion']:>6.1f} {spu:>7}  load {fig['load']}")
 
