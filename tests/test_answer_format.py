@@ -180,7 +180,8 @@ def test_the_estimate_counts_the_json_requests(tmp_path):
                            estimate=True)
     assert json_.total().completion_tokens_max > free.total().completion_tokens_max
     assert json_.total().prompt_tokens > free.total().prompt_tokens  # the JSON answer format is asked for
-    assert any("answer format: json" in a for a in json_.assumptions)
+    assert ("answer-format", json_.notes[0][1]) in json_.notes and json_.notes[0][1].startswith("json")
+    assert free.notes[0][1].startswith("free")
 
 
 # -- an endpoint: the probe, the fallback, and a server that checks the schema ---------------------------------------

@@ -72,7 +72,8 @@ def test_estimate_against_an_unreachable_judge_makes_no_call(summeval):
     assert "chars/4" in est.tokenizer and not est.tokenizer_exact  # tiktoken has no offline encoding here
     assert any("log-probabilities assumed" in a for a in est.assumptions)
     told = assay.evaluate(summeval, method="checkeval", judge=f"openai:gpt-4o-mini@{closed_port_url()}",
-                          judge_options={"logprobs": False}, dimensions=["coherence"], limit=1, estimate=True)
+                          judge_options={"logprobs": False, "schema": False}, dimensions=["coherence"], limit=1,
+                          estimate=True)
     assert told.assumptions == []  # the capability was given, nothing assumed
 
 

@@ -354,7 +354,7 @@ async def estimate_run(meth: Method, dataset: Dataset, dims: list[Dimension], ju
         counting = CountingJudge(identity, logprobs, counter, store)
         notes: list[tuple[str, str]] = []
         fmt = choose(answer_format, meth, *schema_for_estimate(judge, judge_options or {}, manifest, assumptions))
-        assumptions.append(f"answer format: {fmt.used} ({fmt.reason})")
+        notes.append(("answer-format", f"{fmt.used}: {fmt.reason}"))
         ctx = RunContext(dataset=dataset, dimensions=dims, judge=counting, note=lambda k, m: notes.append((k, m)),
                          artifacts=lambda name, text: content_hash(text), answer_format=fmt.used)
         with _scoped((), None) as prep:

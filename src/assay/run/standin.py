@@ -79,9 +79,15 @@ def sentences(text: str) -> list[str]:
 def json_answer(prompt: str, schema: str | None) -> str:
     """A JSON answer: a schema's fields get values of the right count; a decomposition (a format example with
     one list of strings) lists the fenced text's sentences; otherwise the prompt's own format example."""
-    if schema:
-        return json.dumps(schema_answer(json.loads(schema)))
     example, text = format_example(prompt), fenced_text(prompt)
+    if schema:
+        out = schema_answer(json.loads(schema))
+        lists = [k for k, v in out.items() if isinstance(v, list)]
+        if len(lists) == 1 and len(out) == 1 and text is not None:  # a decomposition: the fenced text's sentences
+            out[lists[0]] = sentences(text)
+        elif lists and isinstance(example, dict):  # several lists (the paper's joint facts): the format example's
+            out.update({k: example[k] for k in lists if isinstance(example.get(k), list)})
+        return json.dumps(out)
     if isinstance(example, dict) and len(example) == 1 and text is not None:
         key, value = next(iter(example.items()))
         if isinstance(value, list) and value and all(isinstance(x, str) for x in value):
