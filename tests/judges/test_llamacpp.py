@@ -114,7 +114,7 @@ def test_direct_method_end_to_end_on_topical_chat(tmp_path, smollm2):
 def test_answer_format_json_with_the_embedded_judge(tmp_path, smollm2):
     """--answer-format auto uses the grammar: every answer is the schema's object, reasoning first, and G-Eval's
     rating position under the grammar holds the scale's tokens only (no mass off the scale)."""
-    result = assay.evaluate("topical-chat", method="direct", judge=smollm2, limit=2, run_dir=tmp_path / "direct",
+    result = assay.evaluate("topical-chat", method="direct", judge=smollm2, limit=1, run_dir=tmp_path / "direct",
                             dimensions=["naturalness"])
     assert result.manifest["answer_format"]["used"] == "json"
     assert "grammar" in result.manifest["answer_format"]["judge_reason"]
