@@ -53,9 +53,10 @@ def answer_schema(fields: dict[str, dict[str, Any]]) -> dict[str, Any]:
     return {"type": "object", "properties": fields, "required": list(fields), "additionalProperties": False}
 
 
-#: The most characters of one extracted sentence or fact under a schema, and the characters a token holds (for
-#: sizing a list to its token budget: a list that cannot close within ``max_tokens`` would be cut off).
-ITEM_CHARS, CHARS_PER_TOKEN = 160, 3.5
+#: The fewest and most characters of one extracted sentence or fact under a schema (a weak judge otherwise writes
+#: ``""``), and the characters a token holds (for sizing a list to its token budget: a list that cannot close
+#: within ``max_tokens`` would be cut off).
+ITEM_MIN_CHARS, ITEM_CHARS, CHARS_PER_TOKEN = 12, 160, 3.5
 
 
 def list_schema(keys: Iterable[str], budget: int) -> dict[str, Any]:
@@ -64,7 +65,8 @@ def list_schema(keys: Iterable[str], budget: int) -> dict[str, Any]:
     closes the object before the budget runs out."""
     keys = list(keys)
     items = max(1, int(budget * CHARS_PER_TOKEN) // ((ITEM_CHARS + 4) * len(keys)))
-    one = {"type": "array", "items": {"type": "string", "maxLength": ITEM_CHARS}, "minItems": 1, "maxItems": items}
+    item = {"type": "string", "minLength": ITEM_MIN_CHARS, "maxLength": ITEM_CHARS}
+    one = {"type": "array", "items": item, "minItems": 1, "maxItems": items}
     return answer_schema({k: one for k in keys})
 
 
