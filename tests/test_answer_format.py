@@ -128,7 +128,7 @@ def test_every_method_sends_its_schema_and_reads_the_answer(tmp_path, method):
     if method == "seal":  # stage-1 answers must be the texts' own facts: the scripted helper answers them
         from assay.testing.servers import formatted_answer
 
-        judge = ScriptedJudge(lambda r: formatted_answer(r) if not r.json_schema or "facts" not in r.json_schema
+        judge = ScriptedJudge(lambda r: formatted_answer(r) if not r.json_schema or '"facts"' in r.json_schema
                               else json_or_number(r), schema=True)
     dims = ["coherence"] if method != "gereval" else None
     data = "summeval" if method != "gereval" else "topical-chat"
@@ -217,7 +217,7 @@ def test_a_server_that_checks_the_schema_gives_no_parse_failure_over_500_units(t
         schemas = [request_schema(b) for b in server.requests]
     assert result.units["asked"] == 500
     assert result.units["scored"] == 500 and result.units["parse_failed"] == 0
-    # every request carried a schema, each checked against the meta-schema: the probe's, then one per paid call
-    # (identical texts in the dataset share one call)
-    assert all(schemas) and len(schemas) > 400
-    assert all(list(s["properties"]) == ["reasoning", "score"] for s in schemas[1:])
+    # after the log-probability probe, every request carried a schema, each checked against the meta-schema: the
+    # schema probe's, then one per paid call (identical texts in the dataset share one call)
+    assert schemas[0] is None and all(schemas[1:]) and len(schemas) > 400
+    assert all(list(s["properties"]) == ["reasoning", "score"] for s in schemas[2:])

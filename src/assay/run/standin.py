@@ -107,15 +107,24 @@ def schema_answer(schema: dict[str, Any]) -> dict[str, Any]:
         elif field.get("type") == "object":
             out[key] = schema_answer(field)
         elif field.get("type") == "array":
-            out[key] = ["..."]
+            items = field.get("items") if isinstance(field.get("items"), dict) else {}
+            out[key] = [_text(items)] * max(1, int(field.get("minItems", 1)))
         elif field.get("type") in ("integer", "number"):
             out[key] = field.get("minimum", 1)
         elif match is None and field.get("type") == "string" and "maxLength" in field:
-            out[key] = ("The text meets the criterion in part. " * 20)[:int(field["maxLength"]) // 2].strip()
+            out[key] = _text(field)
         else:
             count = 1 + int(match.group("rest") or 0) if match else 1
             out[key] = _values(match.group("value") if match else "", count)
     return out
+
+
+def _text(field: dict[str, Any]) -> str:
+    """A string of a typical length within a string schema's bounds (half its ``maxLength``, at least its
+    ``minLength``)."""
+    low, high = int(field.get("minLength", 0)), int(field.get("maxLength", 160))
+    size = max(low, high // 2)
+    return ("The text meets the criterion in part. " * (1 + size // 38))[:size].rstrip().ljust(size, ".")
 
 
 def _values(pattern: str, n: int) -> str:
