@@ -113,6 +113,7 @@ def main() -> None:
     parser.add_argument("--slice", type=int, default=2, help="samples of the every-method slice")
     parser.add_argument("--work", type=Path, default=Path("benchmarks/runs/structured"))
     parser.add_argument("--skip", nargs="*", default=[], choices=["quickstart", "methods", "rubric"])
+    parser.add_argument("--methods", nargs="*", default=[m for m, *_ in SLICE], help="methods of the slice")
     args = parser.parse_args()
     args.work.mkdir(parents=True, exist_ok=True)
     judge = LlamaCppJudge("smollm2")
@@ -125,7 +126,7 @@ def main() -> None:
             print(row(f"direct quick start {fmt}", fig))
     seal: dict[str, Any] = {}
     if "methods" not in args.skip:
-        for method, dataset, dims, options in SLICE:
+        for method, dataset, dims, options in [s for s in SLICE if s[0] in args.methods]:
             for fmt in FORMATS:
                 fig = run(judge, args.work, f"{method}-{args.slice}", fmt, dataset=dataset, method=method,
                           dimensions=dims, options=options, limit=args.slice)
