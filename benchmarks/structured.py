@@ -114,20 +114,21 @@ def main() -> None:
     parser.add_argument("--work", type=Path, default=Path("benchmarks/runs/structured"))
     parser.add_argument("--skip", nargs="*", default=[], choices=["quickstart", "methods", "rubric"])
     parser.add_argument("--methods", nargs="*", default=[m for m, *_ in SLICE], help="methods of the slice")
+    parser.add_argument("--formats", nargs="*", default=list(FORMATS), choices=FORMATS)
     args = parser.parse_args()
     args.work.mkdir(parents=True, exist_ok=True)
     judge = LlamaCppJudge("smollm2")
     print(f"judge llamacpp:smollm2, {judge.n_threads} threads; load at start {load()}")
     print(HEADER)
     if "quickstart" not in args.skip:
-        for fmt in FORMATS:
+        for fmt in args.formats:
             fig = run(judge, args.work, f"quickstart-{args.limit}", fmt, dataset="topical-chat", method="direct",
                       limit=args.limit)
             print(row(f"direct quick start {fmt}", fig))
     seal: dict[str, Any] = {}
     if "methods" not in args.skip:
         for method, dataset, dims, options in [s for s in SLICE if s[0] in args.methods]:
-            for fmt in FORMATS:
+            for fmt in args.formats:
                 fig = run(judge, args.work, f"{method}-{args.slice}", fmt, dataset=dataset, method=method,
                           dimensions=dims, options=options, limit=args.slice)
                 print(row(f"{method} {fmt}", fig))
