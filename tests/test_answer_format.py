@@ -96,6 +96,9 @@ def test_the_openai_body_carries_the_schema_in_order_as_response_format_or_ollam
     assert list(ollama.payload(request)["format"]["properties"]) == ["reasoning", "score"]
     assert "response_format" not in ollama.payload(request)
     assert ollama.identity.settings["schema_field"] == "format"  # it changes what is enforced: in the cache key
+    anyscale = OpenAIJudge("m", "http://127.0.0.1:9/v1", schema_field="json_object").payload(request)
+    assert anyscale["response_format"]["type"] == "json_object"
+    assert list(anyscale["response_format"]["schema"]["properties"]) == ["reasoning", "score"]
     # JSON mode without a schema is still a JSON object
     assert OpenAIJudge("m", "http://127.0.0.1:9/v1").payload(Request.chat("x", json_mode=True))[
         "response_format"] == {"type": "json_object"}

@@ -49,7 +49,8 @@ class OpenAIJudge(Judge):
             llama.cpp warns that a reused cache may change logits slightly (other batch sizes).
         schema: Force the JSON-schema capability on or off instead of probing (``--answer-format``).
         schema_field: How a request's JSON schema is sent: ``response_format`` (``{"type": "json_schema", ...}``:
-            OpenAI structured outputs, vLLM, the llama.cpp server) or ``format`` (Ollama's own field, the schema
+            OpenAI structured outputs, vLLM, llama.cpp's own server), ``json_object`` (``{"type": "json_object",
+            "schema": ...}``: llama-cpp-python's server, Anyscale) or ``format`` (Ollama's own field, the schema
             itself). Part of the identity when set, since it changes what the endpoint enforces.
     """
 
@@ -97,8 +98,8 @@ class OpenAIJudge(Judge):
         self._headers = {"Authorization": f"Bearer {key}", "Content-Type": "application/json",
                          "Accept": "application/json"} | auth
         self._cache_prompt = cache_prompt
-        if schema_field not in (None, "response_format", "format"):
-            raise ConfigError(f"openai judge: schema_field must be response_format or format (Ollama), "
+        if schema_field not in (None, "response_format", "json_object", "format"):
+            raise ConfigError(f"openai judge: schema_field must be response_format, json_object or format (Ollama), "
                               f"not {schema_field!r}")
         self._schema_field = schema_field or "response_format"
         settings: dict[str, Any] = {} if cache_prompt is None else {"cache_prompt": cache_prompt}
@@ -277,6 +278,8 @@ class OpenAIJudge(Judge):
             body["top_logprobs"] = request.top_logprobs
         if request.json_schema and self._schema_field == "format":
             body["format"] = json.loads(request.json_schema)  # Ollama: the schema itself
+        elif request.json_schema and self._schema_field == "json_object":
+            body["response_format"] = {"type": "json_object", "schema": json.loads(request.json_schema)}
         elif request.json_schema:
             body["response_format"] = {"type": "json_schema",
                                        "json_schema": {"name": "answer", "schema": json.loads(request.json_schema)}}

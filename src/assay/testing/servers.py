@@ -433,6 +433,8 @@ def request_schema(body: dict[str, Any]) -> dict[str, Any] | None:
     fmt = body.get("response_format") or {}
     if isinstance(fmt, dict) and fmt.get("type") == "json_schema":
         return (fmt.get("json_schema") or {}).get("schema")
+    if isinstance(fmt, dict) and isinstance(fmt.get("schema"), dict):  # {"type": "json_object", "schema": ...}
+        return fmt["schema"]
     return body["format"] if isinstance(body.get("format"), dict) else None
 
 
