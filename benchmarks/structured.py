@@ -91,7 +91,7 @@ def seal_first_answers(result: Any) -> tuple[int, int]:
                 continue
             seen.add(ident)
             total += 1
-            first += len(attempts) == 1 and "error" not in attempts[0]
+            first += len(attempts) == 1 and not attempts[0].get("error")
     return first, total
 
 
