@@ -70,8 +70,8 @@ class DirectReader(AnswerReader):
         prompt = build_prompt(sample, self.dimension, self.dataset.info)
         parsed = parse_rating(text, self.dimension.scale, self.dimension.name.replace("_", " "), prompt=prompt,
                               strict=self.strict)
-        trace = {"answer": text, "parse_error": parsed.error, **({"flags": list(parsed.flags)} if parsed.flags
-                                                                 else {})}
+        trace = {"answer": text, "parse_error": parsed.error, "answer_format": "free",
+                 **({"flags": list(parsed.flags)} if parsed.flags else {})}
         return parsed.value, trace, (f"unparseable answer: {parsed.error}" if parsed.error else None)
 
 
@@ -111,7 +111,8 @@ class GEvalReader(AnswerReader):
         prompt = build_prompt(sample, self.dimension, info, task_criteria(info, self.dimension), None)
         estimate, read = read_answer(as_response(texts, lps), self.mode, self.dimension,  # type: ignore[arg-type]
                                      prompt=prompt, strict=self.strict)
-        trace = {"mode": self.mode, "steps_sha256": None, "criteria_source": None, "prompt_sha256": None,
+        trace = {"mode": self.mode, "answer_format": "free", "steps_sha256": None, "criteria_source": None,
+                 "prompt_sha256": None,
                  "distribution": {str(k): round(v, 6) for k, v in estimate.distribution.items()}, **read}
         return estimate.score, trace, estimate.error
 
@@ -186,6 +187,7 @@ class CheckEvalReader(AnswerReader):
         overall = (agg := aggregate(ordered))["overall"]
         trace = {"checklist": {"name": self.checklist.name, "sha256": self.sha},
                  "mode": "grouped" if len(groups) == 1 and len(self.questions) > 1 else "per_question",
+                 "answer_format": "free",
                  "score_kind": "binary", "binary_score": overall["yes_ratio"], "soft_score": None,
                  "soft_fallback": None, "answered": overall["answered"], "yes": overall["yes"],
                  "missing": overall["missing"], "asked": overall["asked"], "sub_dimensions": agg["sub_dimensions"],
@@ -239,7 +241,7 @@ class GerEvalReader(AnswerReader):
         value, error = check_answer(text, lambda o: validate_score(o, criterion, strict=self.strict), prompt)
         trace: dict[str, Any] = {"criterion": criterion.name, "rubric": self.rubric.content_hash(),
                                  "prompt_sha256": None, "attempts": [{"answer": text, "error": error}], "reasks": 0,
-                                 "shots": 0, "demonstrations": []}
+                                 "shots": 0, "demonstrations": [], "answer_format": "free"}
         if isinstance(criterion.scale, CategoricalScale):
             trace["mapping"] = criterion.scale.mapping()
         if value is None:
