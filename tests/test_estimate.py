@@ -9,6 +9,7 @@ import socket
 import pytest
 
 import assay
+from assay.answers.shapes import schema_answer
 from assay.errors import ConfigError
 from assay.judges import PriceTable
 from assay.judges.base import Request
@@ -16,7 +17,7 @@ from assay.judges.scripted import ScriptedJudge
 from assay.methods import get_method
 from assay.methods.checkeval.method import checklist_answer
 from assay.run.estimate import Estimate, call_cost
-from assay.run.standin import json_answer, middle_rating, schema_answer
+from assay.run.standin import json_answer, middle_rating
 from assay.testing import FakeOpenAIServer
 
 
@@ -78,7 +79,8 @@ def test_estimate_against_an_unreachable_judge_makes_no_call(summeval):
     assert "chars/4" in est.tokenizer and not est.tokenizer_exact  # tiktoken has no offline encoding here
     assert any("log-probabilities assumed" in a for a in est.assumptions)
     told = assay.evaluate(summeval, method="checkeval", judge=f"openai:gpt-4o-mini@{closed_port_url()}",
-                          judge_options={"logprobs": False}, dimensions=["coherence"], limit=1, estimate=True)
+                          judge_options={"logprobs": False, "schema": False}, dimensions=["coherence"], limit=1,
+                          estimate=True)
     assert told.assumptions == []  # the capability was given, nothing assumed
 
 

@@ -136,7 +136,7 @@ def test_cli_run_with_failing_units_exits_3_and_resume_retries_only_them(tmp_pat
     run_dir = tmp_path / "run"
     runner = CliRunner()
     args = ["run", "--method", "direct", "--dataset", "qags-xsum", "--limit", "5", "--judge-opt", "logprobs=false",
-            "--retries", "2", "--run-dir", str(run_dir), "-q"]
+            "--judge-opt", "schema=false", "--retries", "2", "--run-dir", str(run_dir), "-q"]
     with FakeOpenAIServer() as srv:
         _serving(srv, failing)
         first = runner.invoke(app, [*args, "--judge", f"openai:fake-model@{srv.url}"])
@@ -247,7 +247,8 @@ def test_a_4xx_saying_unsupported_is_a_definitive_no_and_recorded(tmp_path):
 
 def test_sampling_asks_again_for_choices_a_server_left_out(tmp_path):
     with FakeOpenAIServer(default=Behaviour(choices=1)) as srv:
-        result = assay.evaluate("qags-xsum", method="geval", judge=OpenAIJudge("fake-model", srv.url, logprobs=False),
+        result = assay.evaluate("qags-xsum", method="geval",
+                                judge=OpenAIJudge("fake-model", srv.url, logprobs=False, schema=False),
                                 limit=1, run_dir=tmp_path, retry=FAST,
                                 options={"no_cot": True, "mode": "sampling", "n": 4})
         ns = [r["n"] for r in srv.requests]

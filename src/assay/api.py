@@ -44,6 +44,7 @@ async def evaluate_async(
     worker_gpus: float | None = None,
     estimate: bool = False,
     retry_parse_failures: bool = False,
+    answer_format: str = "auto",
 ) -> RunResult | Estimate:
     """Judge a dataset's samples with a method and a judge; resume if ``run_dir`` holds this run.
 
@@ -84,6 +85,10 @@ async def evaluate_async(
         retry_parse_failures: On resume, ask the parse-failed units again as a new attempt (their own cache
             keys; the earlier answers kept in the trace, :class:`assay.run.reask.Reasking`). Off by default:
             a deterministic judge answers the same.
+        answer_format: ``json`` (the method's answers decoded under its JSON schema, where the judge enforces one),
+            ``free`` (free text, read by the method's free-text reader) or ``auto`` (json where the judge enforces
+            schemas and the method's configuration does not prescribe free text, as a paper preset does); decided
+            once per run (:mod:`assay.run.answer_format`), recorded in the manifest and each trace.
     """
     # before the judge is loaded: a missing extra or a bad setting costs nothing
     ray_settings = ray_settings_for(parse_executor(executor), workers, worker_cpus, worker_gpus)
@@ -92,7 +97,8 @@ async def evaluate_async(
                           "(run --batch with the local executor; the provider does the scaling)")
     if ray_settings is not None:
         import_ray()
-    plan = RunPlan.resolve(data, method=method, dimensions=dimensions, options=options, limit=limit, docs=docs)
+    plan = RunPlan.resolve(data, method=method, dimensions=dimensions, options=options, limit=limit, docs=docs,
+                           answer_format=answer_format)
     if estimate:
         return await estimate_run(plan, judge, judge_options=judge_options, run_dir=run_dir, prices=prices,
                                   batch=bool(batch))

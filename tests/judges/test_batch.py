@@ -137,7 +137,7 @@ def _flaky(failing: int):
 
     def route(body):
         prompt = prompt_of(body)
-        if prompt == "Say ok.":  # the log-probability probe
+        if prompt in ("Say ok.", "Reply with the single word: hello"):  # the log-probability and schema probes
             return None
         seen[prompt] += 1
         if seen[prompt] == 1 and len([p for p, n in seen.items() if n >= 1]) <= failing:
@@ -166,7 +166,7 @@ def test_failed_lines_retried_live_are_never_resubmitted(tmp_path):
         chat_posts = len(server.requests) - sum(api.submitted.values())
     assert result.complete and set(result.scores().values()) == {4.0}
     assert len(api.batches) == 1 and max(api.submitted.values()) == 1
-    assert chat_posts == 2, "the two failed requests, live (direct sends no log-probability probe)"
+    assert chat_posts == 1 + 2, "the schema probe (direct sends no log-probability probe), then the two failed requests"
     assert any("retried live" in n["message"] for n in result.notes)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 import socket
 import subprocess
@@ -76,3 +77,16 @@ def test_direct_run_through_the_server(tmp_path, llama_server):
     assert len(result.judgments) == 2
     assert result.manifest["judge"]["base_url"] == llama_server
     assert result.manifest["judge_logprobs"] is True
+
+
+def test_the_server_enforces_a_json_schema_probed_once(tmp_path, llama_server):
+    """llama-cpp-python's server takes a schema as ``{"type": "json_object", "schema": ...}`` (``schema_field=
+    json_object``): the probe says it enforces it, and every answer of a direct run is the schema's object with the
+    reasoning first. Its ``json_schema`` type is an HTTP 500, which the probe, retried, reports instead of guessing."""
+    result = assay.evaluate("topical-chat", method="direct", judge=f"openai:smollm2@{llama_server}", limit=2,
+                            dimensions=["naturalness"], run_dir=tmp_path,
+                            judge_options={"schema_field": "json_object"})
+    record = result.manifest["answer_format"]
+    assert (record["used"], record["judge_schema"]) == ("json", True), record
+    for j in result.judgments:
+        assert list(json.loads(j.trace["answer"])) == ["reasoning", "score"]

@@ -181,3 +181,23 @@ async def test_closing_waits_for_the_evaluation_in_flight_and_stops_it():
     with pytest.raises(FatalJudgeError, match="closed"):
         await long  # stopped early, not after 400 tokens, and never on a freed model
     await judge.aclose()  # closing twice is harmless
+
+
+def test_answer_format_json_with_the_embedded_judge(tmp_path, smollm2):
+    """--answer-format auto uses the grammar: every answer is the schema's object, reasoning first, and G-Eval's
+    rating position under the grammar holds the scale's tokens only (no mass off the scale)."""
+    result = assay.evaluate("topical-chat", method="direct", judge=smollm2, limit=1, run_dir=tmp_path / "direct",
+                            dimensions=["naturalness"])
+    assert result.manifest["answer_format"]["used"] == "json"
+    assert "grammar" in result.manifest["answer_format"]["judge_reason"]
+    for j in result.judgments:
+        answer = json.loads(j.trace["answer"])
+        assert list(answer) == ["reasoning", "score"]
+        assert j.score is None or 1 <= j.score <= 3  # a score is read by the same reader and checked on the scale
+    geval = assay.evaluate("summeval", method="geval", judge=smollm2, limit=1, run_dir=tmp_path / "geval",
+                           dimensions=["coherence"], options={"no_cot": True})
+    (j,) = geval.judgments
+    assert j.trace["answer_format"] == "json" and j.trace["mode"] == "logprobs"
+    assert json.loads(j.trace["answer"])["score"] in range(1, 6)
+    assert j.trace["invalid_mass"] == 0 and math.isclose(j.trace["valid_mass"], 1.0, abs_tol=1e-3)
+    assert set(j.trace["distribution"]) <= {"1", "2", "3", "4", "5"}

@@ -11,7 +11,7 @@ from assay.judges.scripted import ScriptedJudge
 from assay.testing import Behaviour, FakeOpenAIServer
 
 SAMPLING = {"mode": "sampling", "n": 5, "no_cot": True}
-NO_PROBE = {"logprobs": False}  # no log-probability probe: the server sees only the method's requests
+NO_PROBE = {"logprobs": False, "schema": False}  # no probes: the server sees only the method's requests
 
 
 def _usage(result):

@@ -371,6 +371,42 @@ def extract_json(text: str, prompt: str | None = None) -> Parsed:
     return Parsed(None, "no JSON object found" + (f": {own.describe()}" if own.echoed else ""), text)
 
 
+def parse_json_rating(text: str, scale: Scale, key: str = "score", *, prompt: str | None = None,
+                      strict: bool = False) -> Parsed:
+    """Read the rating of a JSON answer (``{"reasoning": "...", "score": 4}``), or say why there is none.
+
+    The answer the judge wrote under a schema is read like any other: only its own answer
+    (:func:`extract_json`, echoes blanked), then the ``key`` field, which must be a number (or a string
+    holding one) on ``scale``. A schema-valid answer whose score is off the scale is still a parse failure;
+    nothing is clipped or guessed. A fractional value on an integer scale is flagged as
+    :func:`parse_rating` flags it (an error with ``strict``).
+    """
+    found = extract_json(text, prompt)
+    if not found.ok:
+        return Parsed(None, found.error, text)
+    obj = found.value
+    if not isinstance(obj, dict):
+        return Parsed(None, f"the JSON answer is a {type(obj).__name__}, not an object with {key!r}", text)
+    if key not in obj:
+        return Parsed(None, f"the JSON answer has no {key!r} field (fields: {', '.join(map(str, obj)) or 'none'})",
+                      text)
+    raw = obj[key]
+    try:
+        value = float(raw.strip()) if isinstance(raw, str) else float(raw)
+    except (TypeError, ValueError, AttributeError):
+        value = None
+    if isinstance(raw, bool) or value is None or value != value:
+        return Parsed(None, f"the JSON answer's {key!r} is not a number: {raw!r}", text)
+    if not scale.low <= value <= scale.high:
+        return Parsed(None, f"rating {_num(value)} is outside the {scale.label()} scale", text)
+    if scale.integer and not value.is_integer():
+        if strict:
+            return Parsed(None, f"rating {_num(value)} is not a whole number on the {scale.label()} scale "
+                          "(strict ratings)", text)
+        return Parsed(value, None, text, ("fractional",))
+    return Parsed(value, None, text)
+
+
 def _num(x: float) -> str:
     return str(int(x)) if float(x).is_integer() else f"{x:g}"
 

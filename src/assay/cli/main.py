@@ -110,6 +110,9 @@ def run(
     retry_parse_failures: Annotated[bool, typer.Option(
         "--retry-parse-failures", help="On resume, ask parse-failed units again (a new attempt; answers kept)")]
     = False,
+    answer_format: Annotated[str, typer.Option(
+        "--answer-format", help="free | json | auto: json decodes the method's answers under its JSON schema where "
+        "the judge enforces one; auto (default) does so unless a paper preset prescribes free text")] = "auto",
 ) -> None:
     """Judge a dataset with a method; re-run the same command to resume.
 
@@ -129,7 +132,7 @@ def run(
     if estimate:
         _print_estimate(evaluate(dataset, method=method, judge=judge, dimensions=dimension, run_dir=run_path,
                                  options=options, judge_options=judge_options(judge_opt), limit=limit, docs=docs,
-                                 prices=price_table, estimate=True, batch=batch))
+                                 prices=price_table, estimate=True, batch=batch, answer_format=answer_format))
         return
     stages, bar = _stage_progress(quiet), _progress(quiet)
     task: list[Any] = []
@@ -168,6 +171,7 @@ def run(
                                                              refused_s=refused_wait),
                           prices=price_table, on_start=on_start, on_update=on_update, on_status=on_status,
                           batch=batch_options, retry_parse_failures=retry_parse_failures,
+                          answer_format=answer_format,
                           executor=executor, workers=workers, worker_cpus=worker_cpus, worker_gpus=worker_gpus)
     finally:
         stages.stop()
@@ -265,6 +269,8 @@ def _print_run(result: Any, *, priced: bool = False) -> None:
         if result.resumed:
             cost += f" (whole run ${result.manifest['cost_usd']:.4f})"
         out.print(cost)
+    if isinstance(m.get("answer_format"), dict):
+        out.print(f"answer format: {m['answer_format']['used']} ({escape(m['answer_format']['reason'])})")
     if m.get("batch"):
         created, resumed = m["batch"]["created"], m["batch"].get("resumed", [])
         out.print(f"batches: {len(created)} created" + (f", {len(resumed)} taken up from an earlier session"

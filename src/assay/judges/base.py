@@ -37,8 +37,9 @@ class Request(BaseModel):
         json_mode: Ask the backend for a JSON object answer where it supports it.
         json_schema: A JSON schema (compact JSON text, see :func:`schema_text`) the answer must
             follow where the backend can enforce it: the embedded judge decodes under a grammar
-            built from it; the ``openai`` backend asks for a JSON object only, since not every
-            OpenAI-compatible server accepts a schema. Implies ``json_mode``.
+            built from it; the ``openai`` backend sends it as ``response_format`` ``json_schema``
+            (or Ollama's ``format``). A run sends schemas only to a judge whose
+            :attr:`Judge.supports_schema` holds (probed once per run). Implies ``json_mode``.
         sample_index: Distinguishes repeated draws of an otherwise identical sampled request,
             so that the cache keeps them apart instead of collapsing a sampling estimate.
         attempt: The unit's re-ask round (``--retry-parse-failures``; 0 the first time): part of the key even
@@ -189,6 +190,10 @@ class Judge(abc.ABC):
 
     identity: JudgeIdentity
     supports_logprobs: bool = False
+    #: Whether it enforces a request's ``json_schema`` (constrained decoding); an endpoint's is probed once per
+    #: run (``detect_schema``), and ``schema_reason`` says how it was decided (recorded in the manifest).
+    supports_schema: bool = False
+    schema_reason: str | None = None
     default_concurrency: int = 8
     #: Whether its calls cost money; a judge that re-answers recorded calls (replay) pays nothing.
     paid: bool = True

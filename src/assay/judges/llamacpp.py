@@ -252,6 +252,8 @@ class LlamaCppJudge(Judge):
     """
 
     supports_logprobs = True
+    supports_schema = True
+    schema_reason = "the embedded judge decodes under a GBNF grammar built from the schema"
     default_concurrency = 1
     owns_model = True
     Options = LlamaCppOptions

@@ -254,6 +254,10 @@ class ManagedJudge:
     def supports_logprobs(self) -> bool:
         return self.inner.supports_logprobs
 
+    @property
+    def supports_schema(self) -> bool:
+        return self.inner.supports_schema
+
     async def generate(self, request: Request, *, stage: str = "score") -> Response:
         """Answer a request from the cache, from an identical call in flight, or from the judge; account for it.
 

@@ -12,8 +12,9 @@ import re
 import socket
 import ssl
 import time
+import warnings
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any
+from typing import Any, Literal
 from urllib.parse import parse_qsl, unquote, urlsplit, urlunsplit
 
 from pydantic import Field
@@ -41,6 +42,11 @@ from assay.judges.base import (
 KEEPALIVE_S = 5.0
 
 
+# The option ``schema`` is named as users type it (``--judge-opt schema=false``); pydantic warns that the field
+# shadows ``BaseModel.schema``, a deprecated classmethod nothing here calls.
+warnings.filterwarnings("ignore", message='Field name "schema" in "OpenAIOptions" shadows', category=UserWarning)
+
+
 class OpenAIOptions(JudgeOptions):
     """``--judge-opt`` options of ``openai:`` judges (their meaning: :class:`OpenAIJudge`)."""
 
@@ -49,6 +55,8 @@ class OpenAIOptions(JudgeOptions):
     logprobs: bool | None = None
     cache_prompt: bool | None = None
     n_ctx: int | None = Field(None, gt=0)
+    schema: bool | None = None
+    schema_field: Literal["response_format", "json_object", "format"] | None = None
 
 
 class OpenAIJudge(Judge):
@@ -72,6 +80,11 @@ class OpenAIJudge(Judge):
             llama.cpp warns that a reused cache may change logits slightly (other batch sizes).
         n_ctx: The endpoint's context size in tokens, where you know it (``--judge-opt n_ctx=N``): ``--estimate``
             then names the units whose prompt exceeds it. Not part of the identity (it changes no answer).
+        schema: Force the JSON-schema capability on or off instead of probing (``--answer-format``).
+        schema_field: How a request's JSON schema is sent: ``response_format`` (``{"type": "json_schema", ...}``:
+            OpenAI structured outputs, vLLM, llama.cpp's own server), ``json_object`` (``{"type": "json_object",
+            "schema": ...}``: llama-cpp-python's server, Anyscale) or ``format`` (Ollama's own field, the schema
+            itself). Part of the identity when set, since it changes what the endpoint enforces.
     """
 
     default_concurrency = 16
@@ -88,6 +101,7 @@ class OpenAIJudge(Judge):
         self, model: str, base_url: str | None = None, *, api_key: str | None = None,
         timeout: float = 120.0, logprobs: bool | None = None, cache_prompt: bool | None = None,
         n_ctx: int | None = None,
+        schema: bool | None = None, schema_field: str | None = None,
     ) -> None:
         if importlib.util.find_spec("openai") is None:  # pragma: no cover - openai is a core dependency
             raise ConfigError("the openai judge needs the 'openai' package: pip install openai")
@@ -115,8 +129,15 @@ class OpenAIJudge(Judge):
                          "Accept": "application/json"} | auth
         self._cache_prompt = cache_prompt
         self.n_ctx = n_ctx
+        if schema_field not in (None, "response_format", "json_object", "format"):
+            raise ConfigError(f"openai judge: schema_field must be response_format, json_object or format (Ollama), "
+                              f"not {schema_field!r}")
+        self._schema_field = schema_field or "response_format"
+        settings: dict[str, Any] = {} if cache_prompt is None else {"cache_prompt": cache_prompt}
+        if schema_field is not None:
+            settings["schema_field"] = schema_field
         self.identity = JudgeIdentity(backend="openai", model=model, base_url=public_url(base_url),
-                                      settings={} if cache_prompt is None else {"cache_prompt": cache_prompt})
+                                      settings=settings)
         self._secrets = secrets_of(key if key != "not-needed" else None, base_url)
         self._where = public_url(base_url) or "the OpenAI API (https://api.openai.com/v1)"
         self._model = model
@@ -126,6 +147,9 @@ class OpenAIJudge(Judge):
         #: How ``supports_logprobs`` was decided (recorded in the run's manifest).
         self.logprobs_reason: str | None = (f"set by the judge option logprobs={str(logprobs).lower()}"
                                             if logprobs is not None else None)
+        self.supports_schema = bool(schema)
+        self._schema_probed = schema is not None
+        self.schema_reason = f"set by the judge option schema={str(schema).lower()}" if schema is not None else None
 
     @property
     def client(self) -> Any:
@@ -258,6 +282,45 @@ class OpenAIJudge(Judge):
             self._probed = True
         return self.supports_logprobs
 
+    async def detect_schema(self, known: bool | None = None, *,
+                            send: Callable[[Request], Awaitable[Response]] | None = None) -> bool:
+        """Ask the endpoint once whether it enforces a JSON schema; remember the answer and why.
+
+        The probe asks for a word while its schema allows only ``{"answer": "schema"}``: an endpoint that
+        enforces the schema answers that object, one that ignores it answers the word (or other JSON). A refusal
+        (HTTP 400 or 422: the field is unknown to it) is a definitive no; a transient failure is retried by
+        ``send`` and, if it never clears, raised, as for :meth:`detect_logprobs`.
+
+        Args:
+            known: An answer recorded earlier (a resumed run), adopted without a call.
+            send: How to send the probe (the middleware's retry policy); default one bare call.
+
+        Raises:
+            JudgeError: The probe got no definitive answer (retries ran out) or a fatal error other than a refusal.
+        """
+        if known is not None and not self._schema_probed:
+            self.supports_schema, self._schema_probed = known, True
+            self.schema_reason = "as recorded by the run being resumed"
+        if self._schema_probed:
+            return self.supports_schema
+        request = Request.chat("Reply with the single word: hello", max_tokens=16, json_schema=PROBE_SCHEMA)
+        try:
+            resp = await (send or self.generate)(request)
+        except FatalJudgeError as exc:
+            if getattr(exc.__cause__, "status_code", None) not in (400, 422):
+                raise
+            self.supports_schema = False
+            self.schema_reason = f"probe: the endpoint refused a JSON schema ({exc})"
+        except JudgeError as exc:
+            raise JudgeError(f"{self.identity.label}: the JSON-schema probe got no answer ({exc}); retry later, "
+                             "or skip the probe with --judge-opt schema=true|false (or --answer-format free)") from exc
+        else:
+            self.supports_schema = probe_obeyed(resp.text)
+            self.schema_reason = ("probe: the endpoint answered in the schema" if self.supports_schema else
+                                  f"probe: the endpoint ignored the schema (it answered {resp.text[:60]!r})")
+        self._schema_probed = True
+        return self.supports_schema
+
     def payload(self, request: Request) -> dict[str, Any]:
         """The chat-completions arguments for a request (pure; tested without a network)."""
         body: dict[str, Any] = {
@@ -275,7 +338,14 @@ class OpenAIJudge(Judge):
         if request.top_logprobs is not None:
             body["logprobs"] = True
             body["top_logprobs"] = request.top_logprobs
-        if request.json_mode or request.json_schema:
+        if request.json_schema and self._schema_field == "format":
+            body["format"] = json.loads(request.json_schema)  # Ollama: the schema itself
+        elif request.json_schema and self._schema_field == "json_object":
+            body["response_format"] = {"type": "json_object", "schema": json.loads(request.json_schema)}
+        elif request.json_schema:
+            body["response_format"] = {"type": "json_schema",
+                                       "json_schema": {"name": "answer", "schema": json.loads(request.json_schema)}}
+        elif request.json_mode:
             body["response_format"] = {"type": "json_object"}
         if self._cache_prompt is not None:
             body["cache_prompt"] = self._cache_prompt
@@ -344,6 +414,19 @@ class OpenAIJudge(Judge):
         if reason.startswith(REFUSED):
             return RefusedJudgeError(f"cannot reach {self._where}: {reason}")
         return TransientJudgeError(f"cannot reach {self._where}: {reason}")
+
+
+#: The schema of the capability probe: one field whose only value no judge would write unasked.
+PROBE_SCHEMA = '{"type":"object","properties":{"answer":{"type":"string","enum":["schema"]}},' \
+               '"required":["answer"],"additionalProperties":false}'
+
+
+def probe_obeyed(text: str) -> bool:
+    """Whether the probe's answer is exactly the object its schema allows (whitespace aside)."""
+    try:
+        return json.loads(text) == {"answer": "schema"}
+    except ValueError:
+        return False
 
 
 class HTTPStatusError(Exception):

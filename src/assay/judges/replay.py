@@ -32,6 +32,9 @@ class ReplayJudge(Judge):
             raise AssayError(f"{run_dir}: no recorded judge in the run manifest; nothing to replay")
         self.recorded = JudgeIdentity.model_validate(manifest["judge"])
         self.supports_logprobs = bool(manifest.get("judge_logprobs", False))
+        recorded_format = manifest.get("answer_format") or {}
+        self.supports_schema = recorded_format.get("used") == "json"  # the recorded run's requests, schemas and all
+        self.schema_reason = f"replay: the recorded run answered in {recorded_format.get('used', 'free')} format"
         self.identity = JudgeIdentity(
             backend="replay", model=self.recorded.model, base_url=None,
             model_sha256=self.recorded.model_sha256, settings={"replays": self.recorded.label, "run": str(run_dir)},

@@ -29,12 +29,13 @@ class ScriptedJudge(Judge):
         script: A list of answers consumed in order, or a function from request to answer.
         logprobs: Whether it claims log-probability support.
         name: Model name in its identity (distinct names give distinct cache keys).
+        schema: Whether it claims to enforce JSON schemas (``--answer-format auto`` then uses json).
     """
 
     default_concurrency = 4
 
     def __init__(self, script: list[Answer] | Responder | None = None, *,
-                 logprobs: bool = False, name: str = "scripted") -> None:
+                 logprobs: bool = False, name: str = "scripted", schema: bool = False) -> None:
         self._queue: deque[Answer] = deque()
         self._fn: Responder | None = None
         if callable(script):
@@ -42,6 +43,8 @@ class ScriptedJudge(Judge):
         elif script:
             self._queue.extend(script)
         self.supports_logprobs = logprobs
+        self.supports_schema = schema
+        self.schema_reason = "set by the scripted judge's schema argument"
         self.identity = JudgeIdentity(backend="scripted", model=name)
         self.requests: list[Request] = []
 

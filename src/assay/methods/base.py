@@ -15,7 +15,7 @@ from assay.common.hashing import content_hash
 from assay.datasets import Dataset
 from assay.errors import ConfigError
 from assay.judges.ask import current_usage
-from assay.judges.base import Request
+from assay.judges.base import Request, schema_text
 from assay.judges.middleware import ManagedJudge
 from assay.types import Dimension, Judgment, Sample, Usage
 
@@ -95,6 +95,8 @@ class RunContext:
         artifacts: Stores a prepared artifact's text in the run (name, text) and returns its hash.
         status: Says what a long preparation is doing (``"G-Eval: writing evaluation steps for coherence"``),
             shown by ``assay run`` while nothing is judged yet.
+        answer_format: The answer format the run uses (``--answer-format``, resolved): ``json`` (requests carry
+            the method's :meth:`Method.answer_schema`, which the backend enforces) or ``free`` (free text).
     """
 
     dataset: Dataset
@@ -103,6 +105,7 @@ class RunContext:
     note: Callable[[str, str], None] = lambda kind, message: None
     artifacts: Callable[[str, str], str] = field(default=lambda name, text: content_hash(text))
     status: Callable[[str], None] = lambda message: None
+    answer_format: str = "free"
 
 
 @dataclass
@@ -227,6 +230,37 @@ class Method(abc.ABC):
         if options is None:
             options = {}
         self.options = options if isinstance(options, MethodOptions) else self.Options.model_validate(options)
+
+    # -- answer format (issue 27): the one place a method says what its answers look like -----------------
+
+    #: The stages whose answers have a schema under ``--answer-format json`` (empty: free text only). A run
+    #: probes an endpoint's schema support only for a method that lists some.
+    schema_stages: ClassVar[tuple[str, ...]] = ()
+
+    def answer_schema(self, stage: str, dimension: Dimension | None = None, **shape: Any) -> dict[str, Any] | None:
+        """The JSON schema of the judge's answer at ``stage`` (None: free text, the default).
+
+        ``shape`` carries what the schema depends on besides the dimension (CheckEval: ``questions``, the
+        question count of a prompt). Properties are listed in the order the judge must write them: a reasoning
+        field always comes before the verdict, since a grammar decodes them in that order.
+        """
+        return None
+
+    def free_text_reason(self) -> str | None:
+        """Why ``--answer-format auto`` keeps free text for this method as configured (None: json where the
+        judge can enforce it). The default: a paper preset keeps the paper's own free-text format."""
+        if getattr(self.options, "preset", None) == "paper":
+            return f"{self.name} --preset paper keeps the paper's free-text answer format"
+        return None
+
+    def schema_text(self, ctx: RunContext, stage: str, dimension: Dimension | None = None,
+                    **shape: Any) -> str | None:
+        """The schema a request carries at ``stage`` in this run: :meth:`answer_schema` under the ``json``
+        answer format, else None."""
+        if ctx.answer_format != "json":
+            return None
+        schema = self.answer_schema(stage, dimension, **shape)
+        return schema_text(schema) if schema is not None else None
 
     def settings(self) -> dict[str, Any]:
         """The method's settings as recorded in the run manifest (every option that changes a number).

@@ -233,7 +233,8 @@ async def _reask(run_dir: Path, manifest: dict[str, Any], dims: list[Dimension],
             await detect_capabilities(bare, store, None)  # the run's recorded answer: no call
             managed = ManagedJudge(bare, cache=store.calls, retry=RetryPolicy())
             ctx = RunContext(dataset=data, dimensions=dims, judge=managed,
-                             note=lambda kind, msg: notes.setdefault(f"{kind}: {msg}", 0))
+                             note=lambda kind, msg: notes.setdefault(f"{kind}: {msg}", 0),
+                             answer_format=(manifest.get("answer_format") or {}).get("used", "free"))
             reasker = Reasker(ctx, _method_factory(manifest, ctx), _choose(judgments, texts, dims, budget, seed))
             name = manifest["method"]
             out = []

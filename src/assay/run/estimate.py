@@ -34,6 +34,7 @@ from assay.judges.tokens import (
     tiktoken_counter,
 )
 from assay.methods import RunContext
+from assay.run.answer_format import choose
 from assay.run.cache import CallCache
 from assay.run.executor import order_units
 from assay.run.session import RunPlan
@@ -306,6 +307,27 @@ async def judge_for_estimate(judge: str | Judge, options: dict[str, Any],
     return identity, logprobs, counter, assumptions
 
 
+def schema_for_estimate(judge: str | Judge, options: dict[str, Any], manifest: dict[str, Any] | None,
+                        assumptions: list[str]) -> tuple[bool, str]:
+    """Whether the judge would enforce JSON schemas, without a call: the embedded judge does, a Judge object says,
+    an endpoint's answer is the judge option ``schema``, the resumed run's record, or assumed (said so)."""
+    if isinstance(judge, Judge):
+        return judge.supports_schema, judge.schema_reason or "the judge object says so"
+    backend = parse_spec(judge)[0]
+    if backend == "llamacpp":
+        return True, "the embedded judge decodes under a grammar"
+    if "schema" in options:
+        return str(options["schema"]).lower() in ("1", "true", "yes", "on"), "set by the judge option schema"
+    recorded = (manifest or {}).get("answer_format") or {}
+    if recorded.get("judge_schema") is not None:
+        return bool(recorded["judge_schema"]), "as recorded by the run"
+    if backend != "openai":
+        return False, f"the {backend} backend enforces no schema"
+    assumptions.append("JSON-schema support assumed (not probed: an estimate makes no call; set --judge-opt "
+                       "schema=... or --answer-format free)")
+    return True, "assumed"
+
+
 # -- the estimate --------------------------------------------------------------------------------------------------
 
 
@@ -326,6 +348,8 @@ async def estimate_run(plan: RunPlan, judge: str | Judge, *, judge_options: dict
             method itself re-asks nothing).
         batch: Price at the batch discount (see :func:`call_cost`).
         A run directory holding another run (another fingerprint) is refused, as the run itself would refuse it.
+        The requests counted are those of the answer format the run would use (``plan.answer_format``; an
+        endpoint's schema support is assumed, or taken from the run being resumed, not probed).
     """
     if not 0.0 <= reask_rate <= 10.0:
         raise ConfigError(f"the re-ask rate must be between 0 and 10 per call, not {reask_rate}")
@@ -346,8 +370,11 @@ async def estimate_run(plan: RunPlan, judge: str | Judge, *, judge_options: dict
                           else (judge_options or {}).get("n_ctx", getattr(judge, "n_ctx", None)))
         over_context: list[str] = []
         notes: list[tuple[str, str]] = []
+        fmt = choose(plan.answer_format, meth,
+                     *schema_for_estimate(judge, judge_options or {}, manifest, assumptions))
+        notes.append(("answer-format", f"{fmt.used}: {fmt.reason}"))
         ctx = RunContext(dataset=dataset, dimensions=dims, judge=counting, note=lambda k, m: notes.append((k, m)),
-                         artifacts=lambda name, text: content_hash(text))
+                         artifacts=lambda name, text: content_hash(text), answer_format=fmt.used)
         with _scoped((), None) as prep:
             await meth.prepare(ctx)
         done = store.done_units() if store is not None else set()

@@ -387,7 +387,7 @@ class JudgeWorker:
     Args:
         build_judge: Builds this actor's judge (see :func:`judge_source`).
         method: The method, prepared on the driver.
-        ctx_parts: The run context's dataset and dimensions.
+        ctx_parts: The run context's dataset, dimensions and answer format.
         reader: The :class:`CacheReader` actor.
         concurrency: This actor's calls in flight.
         retry / prices: As in the local run.
@@ -678,7 +678,8 @@ async def _actor_factory(ray: Any, reader: Any, build: Callable[[], Judge], meth
                           f"({_reason(exc)}); run the driver on a cluster node (ray:auto)") from None
     # put once, resolved by each actor: what must pickle is the judge source, the prepared method, the dataset
     try:
-        shared = [ray.put(build), ray.put(method), ray.put({"dataset": ctx.dataset, "dimensions": ctx.dimensions})]
+        shared = [ray.put(build), ray.put(method), ray.put({"dataset": ctx.dataset, "dimensions": ctx.dimensions,
+                                                                "answer_format": ctx.answer_format})]
     except Exception as exc:  # what Ray's pickler raises varies (TypeError, PicklingError, ...)
         raise ConfigError(f"the ray executor ships the prepared method {method.name!r} and the dataset to its "
                           f"workers, and they cannot be pickled ({type(exc).__name__}: {exc})") from exc

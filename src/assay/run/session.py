@@ -29,6 +29,7 @@ from assay.judges.base import Request, Response
 from assay.judges.batch import BATCH_CONCURRENCY, BatchJudge, BatchOptions, batch_record, check_batch_judge
 from assay.judges.batch import WAIT_S as BATCH_WAIT_S
 from assay.methods import Method, RunContext, make_method
+from assay.run.answer_format import AnswerFormat, check_asked, decide
 from assay.run.executor import Progress, default_unit_concurrency, execute, order_units
 from assay.run.late_calls import take_late_calls
 from assay.run.reask import Reasking, parse_failures
@@ -111,30 +112,37 @@ class RunPlan:
         method: The method instance (its options validated).
         dataset: The dataset after ``limit`` / ``docs`` selection.
         dimensions: The dimensions judged (the method's own, e.g. rubric criteria, or the dataset's).
+        answer_format: ``--answer-format`` as asked (``free``, ``json``, ``auto``); what is used is decided once
+            the judge is known (:mod:`assay.run.answer_format`).
     """
 
     method: Method
     dataset: Dataset
     dimensions: list[Dimension]
+    answer_format: str = "free"
 
     @classmethod
     def resolve(cls, data: Dataset | str | list[Sample], *, method: str | Method,
                 dimensions: list[str] | list[Dimension] | None = None, options: dict[str, Any] | None = None,
-                limit: int | None = None, docs: int | None = None) -> RunPlan:
+                limit: int | None = None, docs: int | None = None, answer_format: str = "free") -> RunPlan:
         """The plan of ``evaluate``'s arguments.
 
         Raises:
             ConfigError / InputError: An unknown dataset, method, option or dimension; a dimension given twice.
         """
+        check_asked(answer_format)
         dataset, names = _as_dataset(data, dimensions)
         dataset = dataset.select(limit=limit, docs=docs)
         meth = make_method(method, options) if isinstance(method, str) else method
         dataset = meth.work_items(dataset)  # e.g. pairwise: one item per pair of outputs
-        return cls(meth, dataset, _dimensions(meth, dataset, names))
+        return cls(meth, dataset, _dimensions(meth, dataset, names), answer_format)
 
     def fingerprint(self, judge: JudgeIdentity) -> dict[str, Any]:
-        """The run's fingerprint with this judge (the method's settings as they stand now)."""
-        return fingerprint(self.method.name, self.method.settings(), judge, self.dataset, self.dimensions)
+        """The run's fingerprint with this judge (the method's settings as they stand now). The answer format asked
+        is part of it only when not ``free``: a run stored before the option existed (free text) resumes with
+        ``--answer-format free``."""
+        out = fingerprint(self.method.name, self.method.settings(), judge, self.dataset, self.dimensions)
+        return out | ({"answer_format_asked": self.answer_format} if self.answer_format != "free" else {})
 
 
 @dataclass
@@ -192,6 +200,7 @@ class RunSession:
         self.batcher: BatchJudge | None = None
         self.ctx: RunContext | None = None
         self.logprobs_reason: str | None = None
+        self.answer_format: AnswerFormat | None = None
         self.resumed = False
         self.progress: Progress | None = None
         self._retry = settings.retry
@@ -243,6 +252,16 @@ class RunSession:
         that reads log-probabilities sends the probe (an always-failing judge stopped ``direct`` there); the
         others record that none was sent."""
         store, bare = self._opened()
+        await self._detect_logprobs(store, bare)
+        # the answer format, decided once (a probe only when the method would use a schema)
+        old = store.manifest() or {}
+        self.answer_format = await decide(self.plan.answer_format, self.plan.method, bare, retry=self._retry,
+                                          recorded=old.get("answer_format")
+                                          if old.get("judge") == bare.identity.model_dump(mode="json") else None)
+        if self.answer_format.fallback:
+            self.note("answer-format", self.answer_format.reason)
+
+    async def _detect_logprobs(self, store: RunStore, bare: Judge) -> None:
         method = self.plan.method
         if not method.reads_logprobs:
             self.logprobs_reason = f"not probed: {method.name} as configured reads no log-probabilities"
@@ -278,13 +297,16 @@ class RunSession:
             said.append(message)
             self.status(message)
 
+        fmt = self.answer_format
+        assert fmt is not None, "detect() comes before prepare()"
         self.ctx = RunContext(dataset=plan.dataset, dimensions=plan.dimensions, judge=managed, note=self.note,
-                              artifacts=put_artifact, status=method_status)
+                              artifacts=put_artifact, status=method_status, answer_format=fmt.used)
         prepared = await preparing(plan.method.prepare(self.ctx), plan.method.name, managed, self.status,
                                    latest=lambda: said[-1] if said else None)
         s = self.settings
         manifest = {
             **plan.fingerprint(bare.identity),  # now with the settings that preparation decided
+            "answer_format": fmt.record(),
             "artifacts": prepared,
             "judge_logprobs": bare.supports_logprobs,
             "judge_logprobs_reason": self.logprobs_reason,

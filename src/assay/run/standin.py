@@ -12,13 +12,12 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
 
 from assay.answers.parsing import format_example
+from assay.answers.shapes import schema_answer
 from assay.judges.base import Request
 
 _SCALE = re.compile(r"from (\d+) (?:to|-) (\d+)|\((\d+)-(\d+)\)")
-_VALUES = re.compile(r"^\^(?P<value>.+?)(?:\(,(?P=value)\)\{(?P<rest>\d+)\})?\$$")
 
 
 def answer(request: Request) -> str:
@@ -41,31 +40,17 @@ def middle_rating(prompt: str) -> int:
 
 
 def json_answer(prompt: str, schema: str | None) -> str:
-    """A JSON answer: a schema's fields get values of the right count; otherwise the prompt's own format example."""
-    if schema:
-        return json.dumps(schema_answer(json.loads(schema)))
+    """A JSON answer: a schema's fields get values of the right count (several lists, as the paper's joint facts,
+    take the format example's); otherwise the prompt's own format example. A decomposition's lists are the
+    method's to fill (SEAL's :meth:`~assay.methods.base.Method.standin`)."""
     example = format_example(prompt)
+    if schema:
+        out = schema_answer(json.loads(schema))
+        lists = [k for k, v in out.items() if isinstance(v, list)]
+        if lists and isinstance(example, dict):
+            out.update({k: example[k] for k in lists if isinstance(example.get(k), list)})
+        return json.dumps(out)
     return json.dumps(example) if example is not None else "{}"
-
-
-def schema_answer(schema: dict[str, Any]) -> dict[str, Any]:
-    """Values for each field of an object schema; a ``^V(,V){n-1}$`` pattern gets n values."""
-    out: dict[str, Any] = {}
-    for key, field in schema.get("properties", {}).items():
-        match = _VALUES.match(field.get("pattern", "")) if isinstance(field, dict) else None
-        count = 1 + int(match.group("rest") or 0) if match else 1
-        out[key] = _values(match.group("value") if match else "", count)
-    return out
-
-
-def _values(pattern: str, n: int) -> str:
-    """n comma-separated values matching a value pattern: bits, weights summing to 1, or ratings."""
-    if "." in pattern:  # weights: two decimals, summing to exactly 1
-        head = [round(1 / n, 2)] * (n - 1)
-        return ",".join(f"{w:.2f}" for w in [*head, round(1 - sum(head), 2)])
-    scale = re.search(r"\[(\d)-(\d)\]", pattern)  # ratings: the middle of the range; bits: 1
-    value = str((int(scale.group(1)) + int(scale.group(2))) // 2) if scale else "1"
-    return ",".join([value] * n)
 
 
 def listed(answer: str) -> list[str]:

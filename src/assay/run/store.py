@@ -65,7 +65,7 @@ _MIGRATIONS: list[tuple[str, str]] = [
 ]
 
 # Manifest fields that must match for a run directory to be resumed by another command.
-FINGERPRINT = ("method", "method_settings", "judge", "dataset", "dimensions")
+FINGERPRINT = ("method", "method_settings", "judge", "dataset", "dimensions", "answer_format_asked")
 
 
 class RunStore:

@@ -165,6 +165,13 @@ class FakeOpenAIServer:
     route: Callable[[dict[str, Any]], Behaviour | None] | None = None
     #: The files and batches API (``FakeBatchAPI``); None: the server answers chat completions only.
     batch_api: FakeBatchAPI | None = None
+    #: What it does with a request's JSON schema (``response_format`` ``json_schema``): ``enforce`` (the schema is
+    #: checked against the JSON Schema meta-schema, a bad one is refused with HTTP 400, and the answer is JSON that
+    #: conforms to it, varying with the prompt), ``ignore`` (answered as if absent, as a server that drops unknown
+    #: fields) or ``reject`` (HTTP 400 naming ``response_format``, as a server without structured outputs).
+    schemas: str = "ignore"
+    #: Every schema a request carried, as received (in order).
+    received_schemas: list[dict[str, Any]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self._lock = threading.Lock()
@@ -199,6 +206,11 @@ class FakeOpenAIServer:
                     self._json(*server.batch_api.post(self.path, self.headers.get("content-type", ""), data))
                     return
                 body = json.loads(data or b"{}")
+                refused = server.check_schema(body)
+                if refused is not None:
+                    server.take(body, self.headers.get("authorization"))
+                    self._json(400, {"error": {"message": refused}})
+                    return
                 behaviour, asked_before = server.take(body, self.headers.get("authorization"))
                 if behaviour.kind == "drop":
                     self.close_connection = True
@@ -276,10 +288,31 @@ class FakeOpenAIServer:
             self.asked[prompt] += 1
         return behaviour, asked_before
 
+    def check_schema(self, body: dict[str, Any]) -> str | None:
+        """Record the request's JSON schema; the refusal message when this server refuses it, else None."""
+        schema = request_schema(body)
+        if schema is None:
+            return None
+        with self._lock:
+            self.received_schemas.append(schema)
+        if self.schemas == "reject":
+            return "response_format of type json_schema is not supported by this server"
+        if self.schemas == "enforce":
+            import jsonschema
+
+            try:
+                jsonschema.Draft202012Validator.check_schema(schema)
+            except jsonschema.SchemaError as exc:
+                return f"invalid JSON schema in response_format: {exc.message}"
+        return None
+
     def answer(self, body: dict[str, Any], behaviour: Behaviour, asked_before: int) -> dict[str, Any]:
         """The chat.completion a well-formed behaviour answers ``body`` with."""
         prompt = prompt_of(body)
-        if behaviour.kind == "varying":
+        schema = request_schema(body) if self.schemas == "enforce" else None
+        if schema is not None and behaviour.kind in ("ok", "varying"):
+            text = json.dumps(conforming_answer(schema, f"{asked_before}\0{prompt}"))
+        elif behaviour.kind == "varying":
             text = behaviour.vary(prompt, asked_before)
         elif callable(behaviour.text):
             text = behaviour.text(body)
@@ -420,6 +453,36 @@ def _multipart_file(ctype: str, data: bytes) -> tuple[bytes, str]:
         elif name == "purpose":
             purpose = payload.decode()
     return content, purpose
+
+
+def request_schema(body: dict[str, Any]) -> dict[str, Any] | None:
+    """The JSON schema a chat request carries: ``response_format`` ``json_schema`` (OpenAI, vLLM, llama.cpp) or
+    Ollama's ``format`` object; None without one."""
+    fmt = body.get("response_format") or {}
+    if isinstance(fmt, dict) and fmt.get("type") == "json_schema":
+        return (fmt.get("json_schema") or {}).get("schema")
+    if isinstance(fmt, dict) and isinstance(fmt.get("schema"), dict):  # {"type": "json_object", "schema": ...}
+        return fmt["schema"]
+    return body["format"] if isinstance(body.get("format"), dict) else None
+
+
+def conforming_answer(schema: dict[str, Any], seed: str) -> Any:
+    """A value that conforms to ``schema`` and varies with ``seed`` (the prompt): enum members, bounded numbers and
+    strings, and SEAL's comma-separated value patterns (``^V(,V){n-1}$``), properties in the schema's order.
+    It is checked against the schema before it is returned, so a schema this cannot satisfy fails loudly."""
+    import jsonschema
+
+    from assay.answers.shapes import schema_answer
+
+    digest = hashlib.sha256(seed.encode()).digest()
+    value = schema_answer(schema)
+    for i, (key, prop) in enumerate(schema.get("properties", {}).items()):
+        if isinstance(prop, dict) and "enum" in prop:
+            value[key] = prop["enum"][digest[i % 32] % len(prop["enum"])]
+        elif isinstance(prop, dict) and prop.get("type") == "object":
+            value[key] = conforming_answer(prop, f"{seed}/{key}")
+    jsonschema.validate(value, schema)
+    return value
 
 
 def completion(body: dict[str, Any], text: str, *, logprobs: bool = True) -> dict[str, Any]:

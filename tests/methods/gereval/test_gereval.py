@@ -96,8 +96,7 @@ def test_validate_criteria_accepts_a_rubric_and_reports_what_is_wrong():
     assert [c.name for c in got] == ["Engagement", "Tone"]
     assert got[1].scale.mapping() == {"poor": 1, "fair": 2, "good": 3}
     assert validate_criteria(CRITERIA["criteria"])[0].name == "Engagement"  # a bare list is fine
-    dup = {"criteria": [CRITERIA["criteria"][0], dict(CRITERIA["criteria"][0], name="engagement")]}
-    cases = [({"metrics": []}, "criteria"), ({"criteria": []}, "empty"), (dup, "two criteria"),
+    cases = [({"metrics": []}, "criteria"), ({"criteria": []}, "empty"),
              ({"criteria": [{"name": "X", "description": "some words here"}]}, "scale"),
              ({"criteria": [{"name": "...", "description": "...", "scale": "1-5"}]}, "name"),
              ({"criteria": [dict(CRITERIA["criteria"][0], scale="whatever")]}, r"criteria\[0\]\.scale")]
@@ -106,6 +105,17 @@ def test_validate_criteria_accepts_a_rubric_and_reports_what_is_wrong():
             validate_criteria(obj)
     with pytest.raises(ValueError, match="too many"):
         validate_criteria(CRITERIA, max_criteria=1)
+
+
+def test_a_repeated_criterion_name_is_resolved_and_recorded_not_a_reason_to_discard():
+    first = CRITERIA["criteria"][0]
+    other = dict(first, name="engagement", description="How much the reply invites the user to keep talking.")
+    resolved: list[dict[str, str]] = []
+    got = validate_criteria({"criteria": [first, dict(first, name="ENGAGEMENT"), other]}, resolved=resolved)
+    assert [c.name for c in got] == ["Engagement", "engagement (2)"]  # same description dropped, other renamed
+    assert got[1].description == other["description"]
+    assert [r["action"] for r in resolved] == ["dropped (a repeat)", "renamed"]
+    assert resolved[1]["as"] == "engagement (2)"
 
 
 def test_validate_instruction():

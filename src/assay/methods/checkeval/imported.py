@@ -84,7 +84,8 @@ class CheckEvalReader(AnswerReader):
         overall = (agg := aggregate(ordered))["overall"]
         trace = {"checklist": {"name": self.checklist.name, "sha256": self.sha},
                  "mode": "grouped" if len(groups) == 1 and len(self.questions) > 1 else "per_question",
-                 "score_kind": "binary", "binary_score": overall["yes_ratio"], "soft_score": None,
+                 "answer_format": "free", "score_kind": "binary", "binary_score": overall["yes_ratio"],
+                 "soft_score": None,
                  "soft_fallback": None, "answered": overall["answered"], "yes": overall["yes"],
                  "missing": overall["missing"], "asked": overall["asked"], "sub_dimensions": agg["sub_dimensions"],
                  "questions": [r.to_trace() for r in ordered], "groups": groups, "reasks": []}

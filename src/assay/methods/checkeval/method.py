@@ -34,7 +34,13 @@ from assay.methods.checkeval.aggregate import QuestionResult, aggregate
 from assay.methods.checkeval.build import ChecklistOptions, plan_checklist
 from assay.methods.checkeval.checklist import Checklist, ChecklistDimension, checklist_hash, dump_checklist
 from assay.methods.checkeval.imported import CheckEvalReader
-from assay.methods.checkeval.parse import ParsedAnswers, p_yes_at, parse_answers
+from assay.methods.checkeval.parse import (
+    ParsedAnswers,
+    answers_schema,
+    p_yes_at,
+    parse_answers,
+    parse_json_answers,
+)
 from assay.methods.checkeval.prompts import Asked, build_prompt, plan_groups
 from assay.methods.checkeval.shipped import checklist_path, default_checklist, load_checklist
 from assay.methods.presets import apply_preset
@@ -193,12 +199,18 @@ class CheckEval(Method):
             ctx.note("fallback", self.soft_fallback)
         return False
 
-    def _request(self, prompt: str, n_questions: int, soft: bool) -> Request:
+    schema_stages = ("score", "reask")
+
+    def answer_schema(self, stage: str, dimension: Dimension | None = None, **shape: Any) -> dict | None:
+        """One ``"yes"`` / ``"no"`` per question id of the prompt (``shape``: ``questions``, their count)."""
+        return answers_schema(int(shape["questions"])) if stage in self.schema_stages else None
+
+    def _request(self, prompt: str, n_questions: int, soft: bool, schema: str | None = None) -> Request:
         max_tokens = self.options.max_tokens or min(200, 24 * n_questions + 16)
         # Once the judge starts a question that is not there, every answer has been given: stop.
         return Request.chat(prompt, temperature=self.options.temperature, max_tokens=max_tokens,
                             seed=self.options.seed, top_logprobs=self.options.top_logprobs if soft else None,
-                            stop=(f"Q{n_questions + 1}:",))
+                            stop=() if schema else (f"Q{n_questions + 1}:",), json_schema=schema)
 
     async def _ask(self, sample: Sample, dim: ChecklistDimension, group: list[Asked], ctx: RunContext,
                    stage: str, soft: bool, reasks: int = 0) -> tuple[dict[str, Any], list[QuestionResult]]:
@@ -207,16 +219,19 @@ class CheckEval(Method):
         A group's missing answers are not re-asked here (:meth:`score` asks each alone); a question asked alone
         is re-asked in a follow-up turn up to ``reasks`` times while it stays unanswered.
         """
+        schema = self.schema_text(ctx, stage, questions=len(group))
         prompt = build_prompt(sample, dim.name, dim.definition, group, ctx.dataset.info,
-                              definition_first=self.options.definition == "before")
+                              definition_first=self.options.definition == "before", json=schema is not None)
+        parse = parse_json_answers if schema is not None else parse_answers
 
         def read(response: Response, _: Request) -> Read[ParsedAnswers]:
-            parsed = parse_answers(response.text, len(group), prompt)
+            parsed = parse(response.text, len(group), prompt)
             missing = [k for k in range(1, len(group) + 1) if k not in parsed.answers]
             error = None if not missing or len(group) > 1 else parsed.reasons.get(1, "not answered")
             return Read(parsed, error)
 
-        got = await ask(ctx.judge, self._request(prompt, len(group), soft), stage=stage, read=read, reasks=reasks)
+        got = await ask(ctx.judge, self._request(prompt, len(group), soft, schema), stage=stage, read=read,
+                        reasks=reasks)
         choice, parsed = got.response.choices[0], got.last.value
         assert parsed is not None
         results = []
@@ -280,7 +295,7 @@ class CheckEval(Method):
         score = soft_score if use_soft else binary
         trace = {
             "checklist": {"name": self.checklist.name if self.checklist else None, "sha256": self.checklist_sha},
-            "mode": "per_question" if self.options.per_question else "grouped",
+            "mode": "per_question" if self.options.per_question else "grouped", "answer_format": ctx.answer_format,
             "score_kind": "soft" if use_soft else "binary",
             "binary_score": binary, "soft_score": soft_score, "soft_fallback": fallback,
             "answered": overall["answered"], "yes": overall["yes"], "missing": overall["missing"],

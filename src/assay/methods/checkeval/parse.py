@@ -162,6 +162,45 @@ def parse_answers(text: str, n: int, prompt: str | None = None) -> ParsedAnswers
     return out
 
 
+_JSON_ANSWER = re.compile(r'"Q(\d{1,3})"\s*:\s*"(yes|no)"', re.IGNORECASE)
+
+
+def answers_schema(n: int) -> dict[str, object]:
+    """CheckEval's answer as JSON: one ``"yes"`` / ``"no"`` per question id, ``Q1`` to ``Qn`` in order."""
+    keys = [f"Q{k}" for k in range(1, n + 1)]
+    return {"type": "object", "properties": {k: {"type": "string", "enum": ["yes", "no"]} for k in keys},
+            "required": keys, "additionalProperties": False}
+
+
+def parse_json_answers(text: str, n: int, prompt: str | None = None) -> ParsedAnswers:
+    """Read the answers to questions 1..n from a JSON answer (``{"Q1": "yes", "Q2": "no"}``).
+
+    The judge's own answer must hold one JSON object (:func:`assay.answers.parsing.extract_json`, echoes blanked);
+    each ``"Qk": "yes"|"no"`` in it is an answer, at the offset of its word in ``text`` (for the soft score).
+    A question without one is missing, never 'no'.
+    """
+    from assay.answers.parsing import extract_json
+
+    out = ParsedAnswers()
+    found = extract_json(text, prompt)
+    if not found.ok or not isinstance(found.value, dict):
+        why = found.error or "the JSON answer is not an object"
+        out.reasons = {k: why for k in range(1, n + 1)}
+        out.notes.append(f"no JSON answer: {why}")
+        return out
+    own = own_answer(text, prompt).text
+    for m in _JSON_ANSWER.finditer(own):
+        k = int(m.group(1))
+        if 1 <= k <= n:
+            out.answers[k] = Answer(m.group(2).lower() == "yes", m.start(2))
+    for k in range(1, n + 1):
+        if k not in out.answers:
+            out.reasons[k] = "not answered in the JSON object"
+    if out.reasons:
+        out.notes.append("missing: " + "; ".join(f"Q{k} ({why})" for k, why in sorted(out.reasons.items())))
+    return out
+
+
 def yes_no(yes: bool) -> str:
     """An answer as the trace and the notes spell it."""
     return "yes" if yes else "no"

@@ -84,7 +84,7 @@ def prompt_head(info: DatasetInfo, dimension_block: str = "") -> str:
 
 
 def build_prompt(sample: Sample, dimension: str, definition: str, questions: list[Asked],
-                 info: DatasetInfo, *, definition_first: bool = False) -> str:
+                 info: DatasetInfo, *, definition_first: bool = False, json: bool = False) -> str:
     """One CheckEval prompt: shared content first (head, texts), then the dimension and its questions.
 
     Args:
@@ -96,16 +96,21 @@ def build_prompt(sample: Sample, dimension: str, definition: str, questions: lis
         definition_first: Put the definition after the task, before the texts (figures 7-8)
             instead of after the texts (assay's order, which lets every dimension of a sample
             share the prompt up to the definition).
+        json: Ask for the answers as one JSON object (``--answer-format json``: decoded under its schema).
     """
     name = dimension.replace("_", " ")
     numbered = "\n".join(f"Q{i}: {q.text}" for i, q in enumerate(questions, start=1))
     last = f"Q{len(questions)}"
     form = "`Q1: yes` or `Q1: no`" if len(questions) == 1 else f"`Q1: yes` or `Q1: no`, down to {last}"
+    ending = (f"Answer each question about {name} on its own line, as {form}." if not json else
+              f"Answer each question about {name} in one JSON object, as "
+              + ('`{"Q1": "yes"}` or `{"Q1": "no"}`.' if len(questions) == 1
+                 else f'`{{"Q1": "yes" or "no", ...}}` down to "{last}".'))
     block = f"# Dimension\n{name.capitalize()} - {definition}\n\n"
     return (
         prompt_head(info, block if definition_first else "")
         + sample_blocks(sample, info, labels=[name])
         + ("\n\n" if definition_first else "\n\n" + block)
         + f"# Questions\n{numbered}\n\n"
-        + f"# Your answers\nAnswer each question about {name} on its own line, as {form}."
+        + f"# Your answers\n{ending}"
     )

@@ -148,10 +148,14 @@ def _text_field(item: dict[str, Any], key: str, where: str, min_words: int) -> s
     return " ".join(value.split())
 
 
-def validate_criteria(obj: Any, max_criteria: int = 15) -> list[Criterion]:
+def validate_criteria(obj: Any, max_criteria: int = 15,
+                      resolved: list[dict[str, str]] | None = None) -> list[Criterion]:
     """The criteria of a rubric answer (``{"criteria": [{name, description, scale}, ...]}``).
 
-    A bare list of criteria is accepted too; unknown keys are ignored. Names must be distinct.
+    A bare list of criteria is accepted too; unknown keys are ignored. A repeated name (case aside) does not
+    discard the answer: a repeat with the same description is dropped, one with another description is renamed
+    ``NAME (2)``, ``NAME (3)``...; each resolution is appended to ``resolved`` (``{"name", "action", "as"}``) for the
+    rubric's provenance.
 
     Raises:
         ValueError: What is wrong, phrased for a re-ask.
@@ -164,7 +168,8 @@ def validate_criteria(obj: Any, max_criteria: int = 15) -> list[Criterion]:
     if len(items) > max_criteria:
         raise ValueError(f"{len(items)} criteria is too many; give at most {max_criteria}")
     out: list[Criterion] = []
-    seen: set[str] = set()
+    seen: dict[str, str] = {}  # name (casefolded) -> its description (casefolded)
+    record = resolved if resolved is not None else []
     for i, item in enumerate(items):
         where = f"criteria[{i}]"
         if not isinstance(item, dict):
@@ -172,10 +177,17 @@ def validate_criteria(obj: Any, max_criteria: int = 15) -> list[Criterion]:
         name = _text_field(item, "name", where, 1)
         if len(name) > 80:
             raise ValueError(f"{where}.name is longer than 80 characters")
-        if name.casefold() in seen:
-            raise ValueError(f"two criteria are named {name!r}; each criterion needs its own name")
-        seen.add(name.casefold())
         description = _text_field(item, "description", where, 3)
+        if name.casefold() in seen:
+            if seen[name.casefold()] == description.casefold():
+                record.append({"name": name, "action": "dropped (a repeat)", "as": ""})
+                continue
+            k = 2
+            while f"{name} ({k})".casefold() in seen:
+                k += 1
+            record.append({"name": name, "action": "renamed", "as": f"{name} ({k})"})
+            name = f"{name} ({k})"
+        seen[name.casefold()] = description.casefold()
         if "scale" not in item:
             raise ValueError(f'{where} has no "scale"')
         try:
@@ -439,10 +451,17 @@ async def generate_rubric(dataset: Dataset, judge: Any, settings: GenerationSett
         _note(f"texts shown in the prompt were cut to {settings.max_chars} characters")
     prompt = build_criteria_prompt(task.generation, info, examples_block(info, shown, pairing, settings.max_chars))
     sampling = {"temperature": settings.temperature, "top_p": settings.top_p, "seed": settings.seed, "json_mode": True}
+    resolved: list[dict[str, str]] = []
+
+    def criteria_of(obj: Any) -> list[Criterion]:
+        resolved.clear()  # the accepted answer is the last one read: its resolutions are the ones kept
+        return validate_criteria(obj, settings.max_criteria, resolved)
+
     asked = await ask_json(judge, Request.chat(prompt, max_tokens=settings.max_tokens, **sampling,
                                                json_schema=schema_text(criteria_schema(settings.max_criteria))),
-                           lambda o: validate_criteria(o, settings.max_criteria),
-                           stage="criteria", reasks=settings.reasks)
+                           criteria_of, stage="criteria", reasks=settings.reasks)
+    for r in resolved if asked.ok else []:
+        _note(f"criterion name {r['name']!r} was given twice: {r['action']}" + (f" as {r['as']!r}" if r["as"] else ""))
     responses, discarded = _records(asked, "criteria"), []
     criteria: list[Criterion] = []
     instruction_prompts: dict[str, str] = {}

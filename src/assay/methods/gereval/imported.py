@@ -56,7 +56,7 @@ class GerEvalReader(AnswerReader):
         value, error = check_answer(text, lambda o: validate_score(o, criterion, strict=self.strict), prompt)
         trace: dict[str, Any] = {"criterion": criterion.name, "rubric": self.rubric.content_hash(),
                                  "prompt_sha256": None, "attempts": [{"answer": text, "error": error}], "reasks": 0,
-                                 "shots": 0, "demonstrations": []}
+                                 "shots": 0, "demonstrations": [], "answer_format": "free"}
         if isinstance(criterion.scale, CategoricalScale):
             trace["mapping"] = criterion.scale.mapping()
         if value is None:

@@ -24,7 +24,7 @@ from assay.common.hashing import content_hash
 from assay.datasets import Dataset
 from assay.datasets.catalog import DatasetInfo
 from assay.errors import ConfigError
-from assay.judges.base import Request, schema_text
+from assay.judges.base import Request
 from assay.methods.base import ArtifactKind, Method, MethodOptions, RunContext
 from assay.methods.gereval.generate import RubricOptions, plan_rubric
 from assay.methods.gereval.imported import GerEvalReader
@@ -237,6 +237,13 @@ class GerEval(Method):
     Options = GerEvalOptions
     options: GerEvalOptions
     unit_order = "dimension"  # the criterion and its demonstrations precede the sample
+    #: GER-Eval's answers are JSON in every answer format (the paper's); ``json`` adds the criterion's schema.
+    schema_stages = ("score",)
+
+    def answer_schema(self, stage: str, dimension: Dimension | None = None, **shape: Any) -> dict | None:
+        """The criterion's answer (``shape``: ``criterion``): reasoning first, then its label or score
+        (:func:`score_schema`)."""
+        return score_schema(shape["criterion"]) if stage == "score" and "criterion" in shape else None
 
     def __init__(self, options: Any = None) -> None:
         super().__init__(options)
@@ -291,12 +298,13 @@ class GerEval(Method):
         shown = demonstrations_block(info, criterion, demos, rating_field, self.options.max_chars)
         prompt = build_scoring_prompt(self._task or task_text(info).scoring, info, criterion, sample, shown)
         request = Request.chat(prompt, temperature=0.0, max_tokens=self.options.max_tokens, json_mode=True,
-                               json_schema=schema_text(score_schema(criterion)))
+                               json_schema=self.schema_text(ctx, "score", criterion=criterion))
         strict = self.options.strict_ratings
         asked = await ask_json(ctx.judge, request, lambda o: validate_score(o, criterion, strict=strict), stage="score",
                                reasks=self.options.reasks)
         trace: dict[str, Any] = {
             "criterion": criterion.name, "rubric": rubric.content_hash(), "prompt_sha256": content_hash(prompt),
+            "answer_format": ctx.answer_format,
             "attempts": asked.trace(), "reasks": asked.reasks,
             "shots": self.options.shots,
             "demonstrations": [{"sample_id": s.id, "field": rating_field, "rating": s.human[rating_field]}

@@ -49,6 +49,7 @@ class GEvalReader(AnswerReader):
         prompt = build_prompt(sample, self.dimension, info, task_criteria(info, self.dimension), None)
         estimate, read = read_answer(as_response(texts, lps), self.mode, self.dimension,  # type: ignore[arg-type]
                                      prompt=prompt, strict=self.strict)
-        trace = {"mode": self.mode, "steps_sha256": None, "criteria_source": None, "prompt_sha256": None,
+        trace = {"mode": self.mode, "answer_format": "free", "steps_sha256": None, "criteria_source": None,
+                 "prompt_sha256": None,
                  "distribution": {str(k): round(v, 6) for k, v in estimate.distribution.items()}, **read}
         return estimate.score, trace, estimate.error

@@ -28,7 +28,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import Field, model_validator
 
-from assay.answers.parsing import parse_rating
+from assay.answers.parsing import Parsed, parse_json_rating, parse_rating
 from assay.common.hashing import content_hash
 from assay.errors import ConfigError
 from assay.judges.ask import ask
@@ -149,14 +149,30 @@ def resolve_mode(requested: Mode | None, judge_logprobs: bool, dimensions: list[
     return requested, None
 
 
-def score_request(prompt: str, mode: Mode, options: GEvalOptions, top_logprobs: int) -> Request:
-    """The one scoring call of a judgment, with the decoding settings of its mode."""
+def score_schema(dimension: Dimension) -> dict[str, Any]:
+    """G-Eval's form as JSON: ``{"score": rating}``, nothing else (the form asks for scores only, and the
+    reasoning is the evaluation steps in the prompt); an integer scale's ratings are enumerated, so that under a
+    grammar the rating position allows the scale's tokens only."""
+    scale = dimension.scale
+    score: dict[str, Any] = ({"type": "integer", "enum": scale.values()} if scale.integer
+                             else {"type": "number", "minimum": scale.low, "maximum": scale.high})
+    return {"type": "object", "properties": {"score": score}, "required": ["score"], "additionalProperties": False}
+
+
+#: Tokens added to ``max_tokens`` for the JSON around the rating (``{"score": 4}``).
+JSON_ROOM = 8
+
+
+def score_request(prompt: str, mode: Mode, options: GEvalOptions, top_logprobs: int,
+                  schema: str | None = None) -> Request:
+    """The one scoring call of a judgment, with the decoding settings of its mode (and the form's schema, if any)."""
+    room = options.max_tokens + (JSON_ROOM if schema else 0)
     if mode == "logprobs":
-        return Request.chat(prompt, temperature=0.0, max_tokens=options.max_tokens, top_logprobs=top_logprobs)
+        return Request.chat(prompt, temperature=0.0, max_tokens=room, top_logprobs=top_logprobs, json_schema=schema)
     if mode == "sampling":
         return Request.chat(prompt, temperature=options.temperature, top_p=options.top_p, n=options.n,
-                            max_tokens=options.max_tokens)
-    return Request.chat(prompt, temperature=0.0, max_tokens=options.max_tokens)
+                            max_tokens=room, json_schema=schema)
+    return Request.chat(prompt, temperature=0.0, max_tokens=room, json_schema=schema)
 
 
 def top_up_requests(request: Request, got: int, per_call: int, next_index: int) -> list[Request]:
@@ -173,24 +189,32 @@ def top_up_requests(request: Request, got: int, per_call: int, next_index: int) 
 
 
 def read_answer(response: Response, mode: Mode, dimension: Dimension, *, prompt: str | None = None,
-                strict: bool = False) -> tuple[Estimate, dict[str, Any]]:
+                strict: bool = False, json: bool = False) -> tuple[Estimate, dict[str, Any]]:
     """Turn the judge's answer into G-Eval's estimate and the trace of how it was read.
 
     Only the judge's own answer counts: with ``prompt``, whatever echoes the prompt or the judged
-    texts is not read (text answers and the rating token's position alike).
+    texts is not read (text answers and the rating token's position alike). With ``json`` (the answer was
+    decoded under :func:`score_schema`), text answers are read by the JSON reader; the rating token's
+    position is found as in a free answer (the first rating piece: ``4`` in ``{"score": 4}``).
     """
     scale, label = dimension.scale, dimension.name.replace("_", " ")
+
+    def rate(text: str) -> Parsed:
+        if json:
+            return parse_json_rating(text, scale, prompt=prompt, strict=strict)
+        return parse_rating(text, scale, label, prompt=prompt, strict=strict)
+
     if mode == "logprobs":
         choice = response.choices[0]
         est = logprob_estimate(choice.logprobs, scale, form_label(dimension), prompt=prompt)
         return est, {"answer": choice.text, **est.details}
     if mode == "sampling":
-        samples = [parse_rating(c.text, scale, label, prompt=prompt, strict=strict) for c in response.choices]
+        samples = [rate(c.text) for c in response.choices]
         est = sampling_estimate(samples)
         flags = {"fractional": sum("fractional" in p.flags for p in samples)}
         return est, {"answers": [c.text for c in response.choices], "ratings": [p.value for p in samples],
                      **est.details, **({"flags": flags} if flags["fractional"] else {})}
-    parsed = parse_rating(response.choices[0].text, scale, label, prompt=prompt, strict=strict)
+    parsed = rate(response.choices[0].text)
     return greedy_estimate(parsed), {"answer": response.choices[0].text, "parse_error": parsed.error,
                                      **({"flags": list(parsed.flags)} if parsed.flags else {})}
 
@@ -235,6 +259,18 @@ class GEval(Method):
         self.fallback: str | None = None
         self.plans: dict[str, DimensionPlan] = {}
         self._lock: asyncio.Lock | None = None
+
+    schema_stages = ("score",)
+
+    def answer_schema(self, stage: str, dimension: Dimension | None = None, **shape: Any) -> dict | None:
+        """``{"score": rating}`` for the score stage (:func:`score_schema`); the steps stay free text."""
+        return score_schema(dimension) if stage == "score" and dimension is not None else None
+
+    def free_text_reason(self) -> str | None:
+        """The paper preset and the released prompts (``criteria: paper``) keep the paper's free-text form."""
+        if self.options.preset == "paper" or self.options.criteria == "paper":
+            return "geval with the paper's preset or released prompts keeps the paper's free-text form"
+        return None
 
     def settings(self) -> dict[str, Any]:
         """Options plus what prepare decided (mode used, steps hashes), so a resumed run must match."""
@@ -379,15 +415,17 @@ class GEval(Method):
         else:
             rated = dimension
             prompt = build_prompt(sample, dimension, ctx.dataset.info, plan.criteria, plan.steps)
-        request = score_request(prompt, self.mode, self.options, self.top_logprobs)
+        schema = self.schema_text(ctx, "score", rated)
+        request = score_request(prompt, self.mode, self.options, self.top_logprobs, schema)
         response = (await ask(ctx.judge, request, stage="score")).response  # read below, with any top-up
         sampled: dict[str, Any] = {}
         if self.mode == "sampling" and len(response.choices) < request.n:
             response, sampled = await self._top_up(request, response, ctx)
         estimate, read = read_answer(response, self.mode, rated, prompt=prompt,
-                                     strict=self.options.strict_ratings)
+                                     strict=self.options.strict_ratings, json=schema is not None)
         trace: dict[str, Any] = {
-            "mode": self.mode, "steps_sha256": plan.steps_sha256, "criteria_source": plan.criteria.source,
+            "mode": self.mode, "answer_format": ctx.answer_format,
+            "steps_sha256": plan.steps_sha256, "criteria_source": plan.criteria.source,
             "prompt_sha256": content_hash(prompt),
             "distribution": {str(k): round(v, 6) for k, v in estimate.distribution.items()}, **read, **sampled}
         if self.fallback:

@@ -23,6 +23,7 @@ from typing import Any
 
 from assay.answers.fence import fenced_text
 from assay.answers.parsing import format_example
+from assay.answers.shapes import schema_answer
 from assay.datasets.catalog import DatasetInfo
 from assay.errors import ConfigError
 from assay.judges.base import Request
@@ -36,7 +37,7 @@ from assay.methods.seal.paper import (
     parse_joint_facts,
     parse_paper_split,
 )
-from assay.methods.seal.prompts import Ask
+from assay.methods.seal.prompts import Ask, list_schema
 from assay.methods.seal.run import SealRun, Stage1, ask_judge, spent
 from assay.methods.seal.spec import Recipe, Spec, load_spec, parse_overrides
 from assay.methods.seal.units import (
@@ -61,6 +62,15 @@ class Seal(Method):
     Options = SealOptions
     options: SealOptions
     unit_order = "dimension"  # the dimension's opening and rules precede the texts (seal/prompts.py)
+    #: Stage 1 (sentences, facts), stage 2 (verifications, ratings) and weights are JSON in every answer format;
+    #: under ``json`` each request also carries the schema its builder in ``seal/prompts.py`` wrote.
+    schema_stages = ("decompose", "verify", "weights")
+
+    def answer_schema(self, stage: str, dimension: Dimension | None = None, **shape: Any) -> dict | None:
+        """The schema of one SEAL request, as its prompt builder sized it (``shape``: ``schema``, the builder's):
+        a list of strings per stage-1 key (:func:`~assay.methods.seal.prompts.list_schema`), n comma-separated
+        bits, ratings or weights (``^V(,V){n-1}$``) for verifications and weights."""
+        return shape.get("schema") if stage in self.schema_stages else None
 
     @property
     def reads_logprobs(self) -> bool:
@@ -98,14 +108,18 @@ class Seal(Method):
         return 0.0, 1.0, False
 
     def standin(self, request: Request, stage: str) -> str | None:
-        """A decomposition (a JSON format example with one list of strings, no schema) lists the fenced text's
-        sentences as SEAL's deterministic splitter finds them, so that verification asks about as many units."""
-        if not request.json_mode or request.json_schema:
+        """A decomposition (a JSON answer of one list of strings, by schema or format example) lists the fenced
+        text's sentences as SEAL's deterministic splitter finds them, so that verification asks about as many
+        units; the rest is the generic stand-in's."""
+        if not request.json_mode and not request.json_schema:
             return None
         prompt = request.messages[-1].content
-        example, text = format_example(prompt), fenced_text(prompt)
-        if isinstance(example, dict) and len(example) == 1 and text is not None:
-            key, value = next(iter(example.items()))
+        text = fenced_text(prompt)
+        if text is None:
+            return None
+        shape = schema_answer(json.loads(request.json_schema)) if request.json_schema else format_example(prompt)
+        if isinstance(shape, dict) and len(shape) == 1:
+            key, value = next(iter(shape.items()))
             if isinstance(value, list) and value and all(isinstance(x, str) for x in value):
                 return json.dumps({key: split_sentences(text)})
         return None
@@ -165,9 +179,11 @@ class Seal(Method):
         budget = self.options.fact_max_tokens
         if self.paper_split:
             hint = f'{{"{paper_prompts().split_key}": ["...", "..."]}}'
-            return (Ask(build_paper_split_prompt(source, text), hint, budget), lambda a: parse_paper_split(a, text),
-                    _key("split-paper", source, text))
-        ask = Ask(build_split_prompt(self.spec().split_prompt, text, label), '{"sentences": ["...", "..."]}', budget)
+            return (Ask(build_paper_split_prompt(source, text), hint, budget,
+                        list_schema([paper_prompts().split_key], budget)),
+                    lambda a: parse_paper_split(a, text), _key("split-paper", source, text))
+        ask = Ask(build_split_prompt(self.spec().split_prompt, text, label), '{"sentences": ["...", "..."]}', budget,
+                  list_schema(["sentences"], budget))
         return ask, lambda a: parse_split(a, text), _key("split", label, text)
 
     async def sentences(self, text: str, label: str, ctx: RunContext, source: str = "") -> tuple[Stage1, bool]:
@@ -178,7 +194,7 @@ class Seal(Method):
 
         async def split() -> Stage1:
             asked = await ask_judge(ctx.judge, ask, parse, stage="decompose", reasks=self.options.reasks,
-                                    temperature=self.options.temperature)
+                                    temperature=self.options.temperature, structured=ctx.answer_format == "json")
             if asked.value is not None:
                 return Stage1(asked.value, how="llm", attempts=asked.trace(), usage=spent(asked))
             ctx.note("fallback", "seal: the judge's sentence split was unusable; pysbd sentences used instead")
@@ -192,9 +208,11 @@ class Seal(Method):
         budget = self.options.source_fact_max_tokens if role == "source" else self.options.fact_max_tokens
 
         async def extract() -> Stage1:
-            ask = Ask(build_fact_prompt(self.spec().fact_prompt, text, label), '{"facts": ["...", "..."]}', budget)
+            ask = Ask(build_fact_prompt(self.spec().fact_prompt, text, label), '{"facts": ["...", "..."]}', budget,
+                      list_schema(["facts"], budget))
             asked = await ask_judge(ctx.judge, ask, lambda a: parse_facts(a, text, FACT_PREFIX[role]),
-                                    stage="decompose", reasks=self.options.reasks, temperature=self.options.temperature)
+                                    stage="decompose", reasks=self.options.reasks, temperature=self.options.temperature,
+                                    structured=ctx.answer_format == "json")
             value, attempts, usage = asked.value, asked.trace(), spent(asked)
             if value is None:
                 return Stage1(None, error=str(asked.error), how="llm", attempts=attempts, usage=usage)
@@ -210,9 +228,11 @@ class Seal(Method):
         texts = {"source": source, "reference": reference, "output": output}
 
         async def extract() -> Stage1:
-            ask = Ask(build_paper_fact_prompt(source, reference, output), answer_hint(), budget)
+            ask = Ask(build_paper_fact_prompt(source, reference, output), answer_hint(), budget,
+                      list_schema(paper_prompts().fact_keys.values(), budget))
             asked = await ask_judge(ctx.judge, ask, lambda a: parse_joint_facts(a, texts),
-                                    stage="decompose", reasks=self.options.reasks, temperature=self.options.temperature)
+                                    stage="decompose", reasks=self.options.reasks, temperature=self.options.temperature,
+                                    structured=ctx.answer_format == "json")
             value, attempts, usage = asked.value, asked.trace(), spent(asked)
             if value is None:
                 return Stage1(None, error=str(asked.error), how="llm (one call per triple)",

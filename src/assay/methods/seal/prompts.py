@@ -53,6 +53,26 @@ def answer_schema(fields: dict[str, dict[str, Any]]) -> dict[str, Any]:
     return {"type": "object", "properties": fields, "required": list(fields), "additionalProperties": False}
 
 
+#: The most characters of one extracted sentence or fact under a schema, and the characters a token holds (for
+#: sizing a list to its token budget: a list that cannot close within ``max_tokens`` would be cut off).
+ITEM_CHARS, CHARS_PER_TOKEN = 160, 3.5
+#: One sentence or fact: it starts with a capital or a digit, holds no quote, backslash or line break, and is 11 to
+#: ITEM_CHARS characters long. Without the first character's class the embedded judge wrote ``""`` or brackets and
+#: whitespace; a fact that quotes someone loses its quotation marks.
+ITEM_PATTERN = rf'^[A-Z0-9][^"\\\n]{{10,{ITEM_CHARS - 1}}}$'
+
+
+def list_schema(keys: Iterable[str], budget: int) -> dict[str, Any]:
+    """Stage 1's answer as JSON: under each key a list of strings (sentences or facts), each matching
+    :data:`ITEM_PATTERN` (at most :data:`ITEM_CHARS` long) and, all keys together, as many as fit in ``budget``
+    tokens, so that a grammar always closes the object before the budget runs out."""
+    keys = list(keys)
+    items = max(1, int(budget * CHARS_PER_TOKEN) // ((ITEM_CHARS + 4) * len(keys)))
+    item = {"type": "string", "pattern": ITEM_PATTERN}
+    one = {"type": "array", "items": item, "minItems": 1, "maxItems": items}
+    return answer_schema({k: one for k in keys})
+
+
 def defuse(text: str, keys: Iterable[str]) -> str:
     """Turn ``"key"`` (an answer key in double quotes) inside judged text into curly quotes.
 

@@ -126,14 +126,16 @@ def json_answer(ask: Ask, parse: Callable[[str], Parsed]) -> Reader:
 
 
 async def ask_judge(judge: ManagedJudge, ask: Ask, parse: Callable[[str], Parsed], *, stage: str,
-                    reasks: int, temperature: float) -> Asked[Any]:
+                    reasks: int, temperature: float, structured: bool = True) -> Asked[Any]:
     """A JSON question through :func:`assay.judges.ask.ask`, re-asked (bounded) with the reason and the format.
 
+    SEAL's answers are JSON in every answer format (the paper's prompts ask for JSON: ``json_mode``); with
+    ``structured`` (``--answer-format json``) the request also carries the ask's schema for the backend to enforce.
     Re-asks are accounted under ``stage`` itself (SEAL's usage has no ``-reask`` stages).
     """
     request = Request(messages=(Message(role="user", content=ask.prompt),), temperature=temperature,
                       max_tokens=ask.max_tokens, json_mode=True,
-                      json_schema=schema_text(ask.schema) if ask.schema else None)
+                      json_schema=schema_text(ask.schema) if ask.schema and structured else None)
     return await ask_call(judge, request, stage=stage, read=json_answer(ask, parse), reasks=reasks,
                           reask_message=lambda error: reask_message(error, ask.hint), reask_stage=stage)
 
@@ -193,7 +195,7 @@ class SealRun:
         self.opts = method.options
         self.info = ctx.dataset.info
         self.label = dimension.name.replace("_", " ")
-        self.trace: dict[str, Any] = {"stage1": {}, "calls": []}
+        self.trace: dict[str, Any] = {"stage1": {}, "calls": [], "answer_format": ctx.answer_format}
         self.keys = sorted({k for base in (recipe.key, self.label)
                             for k in (base, f"{base}_weight", f"{base} ratings")})
         self.joint_weights: Parsed | None = None
@@ -337,7 +339,7 @@ class SealRun:
     async def ask(self, stage: str, purpose: str, ask: Ask, parse: Callable[[str], Parsed]) -> Any:
         """A judge call with bounded re-asks, recorded in the trace (and a note when re-asked)."""
         asked = await ask_judge(self.ctx.judge, ask, parse, stage=stage, reasks=self.opts.reasks,
-                                temperature=self.opts.temperature)
+                                temperature=self.opts.temperature, structured=self.ctx.answer_format == "json")
         self.trace["calls"].append({"stage": stage, "purpose": purpose, "attempts": asked.trace()})
         if asked.reasks:
             self.note("reask", f"malformed {stage} answer re-asked")
