@@ -170,9 +170,9 @@ def test_free_asks_for_free_text_and_a_stored_free_run_resumes_only_as_free(tmp_
                             run_dir=tmp_path, answer_format="free")
     assert "answer_format_asked" not in result.manifest  # as runs stored before the option: they resume as free
     assert not any(r.json_schema for r in judge.requests)
-    with pytest.raises(ConfigError, match="answer_format_asked"):
+    with pytest.raises(ConfigError, match="answer_format_asked"):  # json asked explicitly: another run
         assay.evaluate("summeval", method="direct", judge=judge, limit=1, dimensions=["coherence"],
-                       run_dir=tmp_path)
+                       run_dir=tmp_path, answer_format="json")
 
 
 def test_the_estimate_counts_the_json_requests(tmp_path):
@@ -224,3 +224,19 @@ def test_a_server_that_checks_the_schema_gives_no_parse_failure_over_500_units(t
     # meta-schema: the schema probe's, then one per paid call (identical texts in the dataset share one call)
     assert all(schemas) and len(schemas) > 400
     assert all(list(s["properties"]) == ["reasoning", "score"] for s in schemas[1:])
+
+
+def test_a_run_stored_in_free_text_resumes_under_auto_without_paying_again(tmp_path):
+    """auto decides the format of a new run only: a run stored in free text (``answer_format_asked`` absent) keeps
+    it when resumed with the default, instead of being refused or judged again in JSON."""
+    with FakeOpenAIServer(default=Behaviour(text="3"), schemas="enforce") as server:
+        spec = f"openai:fake@{server.url}"
+        first = assay.evaluate("summeval", method="direct", judge=spec, limit=2, dimensions=["coherence"],
+                               run_dir=tmp_path, answer_format="free")
+        asked = len(server.requests)
+        again = assay.evaluate("summeval", method="direct", judge=spec, limit=3, dimensions=["coherence"],
+                               run_dir=tmp_path)  # the default: auto
+        assert len(server.requests) == asked + 1 and not server.received_schemas  # one new unit, free text
+    assert first.units["scored"] == 2 and again.units["scored"] == 3
+    assert again.manifest["answer_format"]["used"] == "free"
+    assert any("keeps free text" in n["message"] for n in again.notes)

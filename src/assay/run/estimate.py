@@ -363,6 +363,7 @@ async def estimate_run(plan: RunPlan, judge: str | Judge, *, judge_options: dict
         if prices is not None:
             prices.check_covers(identity.model)
         if store is not None:
+            plan.resume_as(manifest)
             store.check(plan.fingerprint(identity), before_prepare=True)
         counting = CountingJudge(identity, logprobs, counter, store.calls if store is not None else None,
                                  standin=meth.standin)

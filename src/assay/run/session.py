@@ -137,6 +137,15 @@ class RunPlan:
         dataset = meth.work_items(dataset)  # e.g. pairwise: one item per pair of outputs
         return cls(meth, dataset, _dimensions(meth, dataset, names), answer_format)
 
+    def resume_as(self, stored: dict[str, Any] | None) -> bool:
+        """Take a stored run's free text when ``auto`` was asked: ``auto`` decides the format of a new run only, so
+        that a run stored in free text (before ``--answer-format``, or with it free) resumes as it was and never
+        pays for its answers again in another format. Returns whether it did."""
+        if stored is not None and self.answer_format == "auto" and "answer_format_asked" not in stored:
+            self.answer_format = "free"
+            return True
+        return False
+
     def fingerprint(self, judge: JudgeIdentity) -> dict[str, Any]:
         """The run's fingerprint with this judge (the method's settings as they stand now). The answer format asked
         is part of it only when not ``free``: a run stored before the option existed (free text) resumes with
@@ -242,6 +251,8 @@ class RunSession:
         """Refuse a directory holding another run's settings before any judge call (it then costs nothing and
         writes nothing), and say when a live session resumes a run with unfinished batches."""
         store, bare = self._opened()
+        if self.plan.resume_as(store.manifest()):
+            self.note("answer-format", "resuming a run stored in free text: --answer-format auto keeps free text")
         store.check(self.plan.fingerprint(bare.identity), before_prepare=True,
                     upgrade=self.plan.method.Options.upgrade_settings)
         if self.batcher is None:
