@@ -299,14 +299,7 @@ def parse_rating(text: str, scale: Scale, label: str | None = None, *, prompt: s
     value = chosen.value
     if chosen.denominator is not None and chosen.denominator != scale.high:
         return Parsed(None, f"rating {chosen.text!r} is not on the {scale.label()} scale", text)
-    if not scale.low <= value <= scale.high:
-        return Parsed(None, f"rating {_num(value)} is outside the {scale.label()} scale", text)
-    if scale.integer and not value.is_integer():
-        if strict:
-            return Parsed(None, f"rating {_num(value)} is not a whole number on the {scale.label()} scale "
-                          "(strict ratings)", text)
-        return Parsed(value, None, text, ("fractional",))
-    return Parsed(value, None, text)
+    return on_scale(value, scale, text, strict=strict)
 
 
 _LETTER = r"([A-Z])"
@@ -397,6 +390,12 @@ def parse_json_rating(text: str, scale: Scale, key: str = "score", *, prompt: st
         value = None
     if isinstance(raw, bool) or value is None or value != value:
         return Parsed(None, f"the JSON answer's {key!r} is not a number: {raw!r}", text)
+    return on_scale(value, scale, text, strict=strict)
+
+
+def on_scale(value: float, scale: Scale, text: str, *, strict: bool = False) -> Parsed:
+    """A rating read from ``text`` checked against its scale: off the scale is a failure naming it; a fractional
+    rating on an integer scale is read and flagged ``fractional`` (a failure with ``strict``)."""
     if not scale.low <= value <= scale.high:
         return Parsed(None, f"rating {_num(value)} is outside the {scale.label()} scale", text)
     if scale.integer and not value.is_integer():
