@@ -240,3 +240,33 @@ def test_a_run_stored_in_free_text_resumes_under_auto_without_paying_again(tmp_p
     assert first.units["scored"] == 2 and again.units["scored"] == 3
     assert again.manifest["answer_format"]["used"] == "free"
     assert any("keeps free text" in n["message"] for n in again.notes)
+
+
+def test_pairwise_asks_for_its_verdict_as_json_reasoning_first(tmp_path):
+    """The pairwise method has its schema too: the verdict as ``{"reasoning", "verdict"}`` (reasoning first), read by
+    its JSON reader; a verdict off the schema's values is a parse failure, never a guess."""
+    from assay.datasets import Dataset
+    from assay.types import Dimension, Sample
+
+    dim = Dimension(name="quality", definition="How good it is.")
+    samples = [Sample(id=f"d{d}:S{k}", doc_id=f"d{d}", system_id=f"S{k}", source="Say hi.", output=f"answer {k}",
+                      human={"quality": float(k)}) for d in range(2) for k in (1, 2)]
+    seen = []
+
+    def prefer_two(request):
+        schema = json.loads(request.json_schema)
+        seen.append(list(schema["properties"]))
+        text = request.messages[-1].content
+        first_is_two = text.index("answer 2") < text.index("answer 1")
+        return json.dumps({"reasoning": "2 reads better.", "verdict": "A" if first_is_two else "B"})
+
+    result = assay.evaluate(Dataset.from_samples(samples, [dim]), method="pairwise",
+                            judge=ScriptedJudge(prefer_two, schema=True), run_dir=tmp_path / "pairs")
+    assert result.manifest["answer_format"]["used"] == "json"
+    assert seen and all(keys == ["reasoning", "verdict"] for keys in seen)
+    assert sorted(j.score for j in result.judgments) == [0.0, 0.0]  # each pair (S1, S2): B (S2) wins both orders
+    assert all(j.trace["consistent"] and j.trace["answer_format"] == "json" for j in result.judgments)
+    bad = assay.evaluate(Dataset.from_samples(samples, [dim]), method="pairwise",
+                         judge=ScriptedJudge(lambda r: json.dumps({"reasoning": "x", "verdict": "D"}), schema=True,
+                                             name="bad"), run_dir=tmp_path / "bad", options={"reasks": 0})
+    assert all(j.score is None and "not A, B or C" in j.error for j in bad.judgments)

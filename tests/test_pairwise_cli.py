@@ -36,7 +36,7 @@ def test_pairwise_from_the_command_line(tmp_path):
     with FakeOpenAIServer(default=Behaviour(text=longer), logprobs=False) as srv:
         judge = f"openai:fake-model@{srv.url}"
         common = ["--dataset", "summeval", "--docs", "3", "--dimension", "relevance", "--judge", judge,
-                  "--judge-opt", "logprobs=false", "-q"]
+                  "--judge-opt", "logprobs=false", "--answer-format", "free", "-q"]  # the verdicts as this judge writes
         est = invoke("run", "--method", "pairwise", "--pairs", "random:4", *common, "--estimate")
         assert est.exit_code == 0, est.output
         assert "24" in est.output  # 3 inputs x 4 pairs x 2 orders

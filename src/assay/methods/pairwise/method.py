@@ -16,7 +16,7 @@ from assay.judges.base import Request, Response
 from assay.methods.base import Method, MethodOptions, RunContext
 from assay.methods.pairwise.importer import PairwiseReader
 from assay.methods.pairwise.pairs import PAIR_KEY, check_spec, make_pairs
-from assay.methods.pairwise.parse import decide, parse_verdict, winner
+from assay.methods.pairwise.parse import decide, parse_json_verdict, parse_verdict, verdict_schema, winner
 from assay.methods.pairwise.prompts import MTBENCH_SYSTEM, Side, build_mtbench_prompt, build_prompt
 from assay.methods.presets import apply_preset
 from assay.types import Dimension, Judgment, Sample
@@ -105,8 +105,8 @@ class Pairwise(Method):
         return 0.0, 1.0, False
 
     def standin(self, request: Request, stage: str) -> str | None:
-        """A verdict after a short explanation, for ``--estimate``."""
-        return TYPICAL_VERDICT
+        """A verdict after a short explanation, for ``--estimate`` (a JSON verdict is the generic schema stand-in's)."""
+        return None if request.json_schema else TYPICAL_VERDICT
 
     async def prepare(self, ctx: RunContext) -> dict[str, Any]:
         for why, docs in self.skipped.items():
@@ -127,25 +127,42 @@ class Pairwise(Method):
             record["steps"] = {n: ctx.artifacts(f"pairwise/steps/{n}", s) for n, s in self.steps.items()}
         return record
 
-    def request(self, pair: Sample, dimension: Dimension, info: Any, first: Side, second: Side) -> Request:
-        """The request for one order (pure: the same pair and order always give the same request)."""
+    schema_stages = ("verdict",)
+
+    def answer_schema(self, stage: str, dimension: Dimension | None = None, **shape: Any) -> dict[str, Any] | None:
+        """``{"reasoning": str, "verdict": "A" | "B" | "C"}`` for the verdict (:func:`verdict_schema`)."""
+        return verdict_schema() if stage == "verdict" else None
+
+    def free_text_reason(self) -> str | None:
+        """The MT-Bench prompt prescribes its own free-text verdict (``[[A]]``, ``[[B]]``, ``[[C]]``)."""
+        if self.options.prompt == "mtbench":
+            return "pairwise with the MT-Bench prompt keeps its free-text [[A]]/[[B]]/[[C]] verdict"
+        return super().free_text_reason()
+
+    def request(self, pair: Sample, dimension: Dimension, info: Any, first: Side, second: Side,
+                schema: str | None = None) -> Request:
+        """The request for one order (pure: the same pair and order always give the same request); with
+        ``schema`` (the JSON answer format) the verdict is asked for as :func:`verdict_schema`'s object."""
         temperature, max_tokens = self.options.temperature, self.options.max_tokens
         if self.options.prompt == "mtbench":
             return Request.chat(build_mtbench_prompt(pair, first, second, info), system=MTBENCH_SYSTEM,
                                 temperature=temperature, max_tokens=max_tokens)
         prompt = build_prompt(pair, first, second, dimension, info, steps=self.steps.get(dimension.name),
-                              reference=self.options.reference)
-        return Request.chat(prompt, temperature=temperature, max_tokens=max_tokens)
+                              reference=self.options.reference, json=schema is not None)
+        return Request.chat(prompt, temperature=temperature, max_tokens=max_tokens, json_schema=schema)
 
     async def _order(self, pair: Sample, dimension: Dimension, ctx: RunContext, first: str) -> Asked[str]:
         sides = pair.metadata[PAIR_KEY]
         a = Side(sides["a"]["output"], "A")
         b = Side(sides["b"]["output"], "B")
-        request = self.request(pair, dimension, ctx.dataset.info, *((a, b) if first == "A" else (b, a)))
+        schema = self.schema_text(ctx, "verdict", dimension)
+        request = self.request(pair, dimension, ctx.dataset.info, *((a, b) if first == "A" else (b, a)),
+                               schema=schema)
         prompt = request.messages[-1].content
 
         def read(response: Response, _: Request) -> Read[str]:
-            parsed = parse_verdict(response.text, prompt=prompt)
+            parsed = (parse_json_verdict(response.text, prompt=prompt) if schema is not None
+                      else parse_verdict(response.text, prompt=prompt))
             return Read(parsed.value, parsed.error)
 
         return await ask(ctx.judge, request, stage="verdict", read=read, reasks=self.options.reasks)
@@ -156,7 +173,7 @@ class Pairwise(Method):
         trace: dict[str, Any] = {"pair": {k: {"id": v["id"], "system_id": v["system_id"],
                                               "length": len(v["output"]), "human": v["human"].get(dimension.name),
                                               "output": v["output"]} for k, v in sides.items()},
-                                 "orders": {}}
+                                 "orders": {}, "answer_format": ctx.answer_format}
         winners = {}
         for (key, first), got in zip(ORDERS, asked, strict=True):
             winners[key] = winner(got.value, first)

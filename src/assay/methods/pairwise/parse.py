@@ -6,9 +6,11 @@ import re
 from typing import Any
 
 from assay.answers.echo import own_answer
-from assay.answers.parsing import Parsed, parse_choice
+from assay.answers.parsing import Parsed, extract_json, parse_choice
 
 #: The verdicts, as the prompt's letters: the first position, the second, a tie.
+#: Room for the reasoning of a JSON verdict (a few sentences).
+REASONING_CHARS = 600
 VERDICTS = ("A", "B", "C")
 _MARKUP = re.compile(r"[*_`#]+")
 _BRACKET = re.compile(r"\[\[\s*([ABC]|tie)\s*\]\]", re.IGNORECASE)
@@ -60,6 +62,29 @@ def parse_verdict(text: str, *, prompt: str | None = None) -> Parsed:
         return found
     tail = f": {own.describe()}" if own.echoed else ""
     return Parsed(None, f"no verdict ([[A]], [[B]] or [[C]]) found{tail}", text)
+
+
+def parse_json_verdict(text: str, *, prompt: str | None = None) -> Parsed:
+    """The verdict of a JSON answer (``{"reasoning": "...", "verdict": "A"}``), read like any other: only the
+    judge's own answer (echoes blanked), then ``verdict``, which must be ``A``, ``B`` or ``C``; anything else is a
+    parse failure naming it, never a guess."""
+    found = extract_json(text, prompt)
+    if not found.ok:
+        return Parsed(None, found.error, text)
+    obj = found.value
+    verdict = obj.get("verdict") if isinstance(obj, dict) else None
+    if not isinstance(verdict, str) or verdict.strip().upper() not in VERDICTS:
+        return Parsed(None, f"the JSON answer's 'verdict' is not A, B or C: {verdict!r}", text)
+    return Parsed(verdict.strip().upper(), None, text)
+
+
+def verdict_schema() -> dict[str, Any]:
+    """The verdict as JSON: ``{"reasoning": str, "verdict": "A" | "B" | "C"}``, the reasoning first so that the
+    judge compares before it commits."""
+    return {"type": "object",
+            "properties": {"reasoning": {"type": "string", "maxLength": REASONING_CHARS},
+                           "verdict": {"type": "string", "enum": sorted(VERDICTS)}},
+            "required": ["reasoning", "verdict"], "additionalProperties": False}
 
 
 def winner(verdict: str | None, first: str) -> str | None:

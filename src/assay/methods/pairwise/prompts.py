@@ -60,7 +60,7 @@ def _context_blocks(pair: Sample, info: DatasetInfo, reference: bool) -> list[st
 
 
 def build_prompt(pair: Sample, first: Side, second: Side, dimension: Dimension, info: DatasetInfo, *,
-                 steps: str | None = None, reference: bool = True) -> str:
+                 steps: str | None = None, reference: bool = True, json: bool = False) -> str:
     """assay's pairwise prompt: the input (and grounding, and the reference where asked and known), the two
     outputs fenced as ``<output> A`` and ``<output> B`` in the order given, the dimension and its definition,
     optional evaluation steps, then the answer format: reasoning first, the verdict on the last line."""
@@ -78,8 +78,11 @@ def build_prompt(pair: Sample, first: Side, second: Side, dimension: Dimension, 
         f"Criterion: {name}. {dimension.definition}\n\n"
         f"{steps_part}"
         f"Which {out} is better on {name} alone? The order in which they are shown and their length must not "
-        f"influence you. First explain your reasoning in a few sentences. Then give your verdict on the last line, "
-        f"exactly one of: [[A]] if {out} A is better, [[B]] if {out} B is better, [[C]] for a tie."
+        f"influence you. "
+        + (f"Answer with a JSON object: first \"reasoning\", a few sentences comparing them, then \"verdict\": "
+           f"\"A\" if {out} A is better, \"B\" if {out} B is better, \"C\" for a tie." if json else
+           f"First explain your reasoning in a few sentences. Then give your verdict on the last line, "
+           f"exactly one of: [[A]] if {out} A is better, [[B]] if {out} B is better, [[C]] for a tie.")
     )
 
 
