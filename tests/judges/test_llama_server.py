@@ -76,7 +76,7 @@ def test_direct_run_through_the_server(tmp_path, llama_server):
                             dimensions=["naturalness"], run_dir=tmp_path)
     assert len(result.judgments) == 2
     assert result.manifest["judge"]["base_url"] == llama_server
-    assert result.manifest["judge_logprobs"] is True
+    assert result.manifest["judge_logprobs_reason"].startswith("not probed")  # direct reads no log-probabilities
 
 
 def test_the_server_enforces_a_json_schema_probed_once(tmp_path, llama_server):
