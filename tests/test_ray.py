@@ -123,7 +123,7 @@ def test_without_ray_the_flag_says_how_to_install_it(monkeypatch, tmp_path, cli)
 
 def _run(tmp_path: Path, name: str, judge, **kwargs):
     return assay.evaluate("summeval", method="direct", judge=judge, docs=3, dimensions=["coherence", "fluency"],
-                          run_dir=tmp_path / name, **kwargs)
+                          run_dir=tmp_path / name, answer_format="free", **kwargs)  # the script writes free text
 
 
 def test_same_scores_as_the_local_executor(cluster, tmp_path):
@@ -313,6 +313,6 @@ def test_an_actor_sees_its_dead_driver_and_its_late_answer_is_taken_in_next_run(
         fh.write('{"key": "cut sho')  # the actor killed mid-line
     with RunStore(tmp_path) as store:
         assert take_late_calls(store, identity) == 1
-        assert store.get_call(key).choices[0].text == "4"
+        assert store.calls.get_call(key).choices[0].text == "4"
         assert take_late_calls(store, identity) == 0
     assert not list((tmp_path / LATE_CALLS).iterdir())

@@ -87,7 +87,7 @@ def test_an_empty_answer_is_retried_and_the_retry_is_kept(tmp_path):
     with FakeOpenAIServer() as srv:
         srv.enqueue(Behaviour(text=""), Behaviour(text="   "))
         result = assay.evaluate("qags-xsum", method="direct", judge=OpenAIJudge("fake-model", srv.url), limit=1,
-                                run_dir=tmp_path / "run", retry=FAST)
+                                run_dir=tmp_path / "run", retry=FAST, answer_format="free")  # no schema probe
         assert len(srv.requests) == 3  # two empty answers, then "3"
     assert [j.score for j in result.judgments] == [3.0]
 
@@ -95,17 +95,19 @@ def test_an_empty_answer_is_retried_and_the_retry_is_kept(tmp_path):
 def test_an_answer_empty_to_the_end_is_a_parse_failure_saying_so(tmp_path):
     with FakeOpenAIServer(default=Behaviour(text="")) as srv:
         result = assay.evaluate("qags-xsum", method="direct", judge=OpenAIJudge("fake-model", srv.url), limit=2,
-                                run_dir=tmp_path / "run", retry=FAST)
+                                run_dir=tmp_path / "run", retry=FAST, answer_format="free")  # no schema probe
         assert len(srv.requests) == 2 * FAST.max_attempts
     assert result.units["parse_failed"] == 2 and result.units["failed"] == 0
     assert all(j.status == "parse_failed" and EMPTY_ANSWER in j.error for j in result.judgments)
 
 
 def test_a_method_that_reads_no_logprobs_sends_no_probe(tmp_path):
-    """An always-failing judge stopped `direct` at the probe, before judging: now its units fail, counted."""
+    """An always-failing judge stopped `direct` at the log-probability probe, before judging: now its units fail,
+    counted. (In free text: the JSON-schema probe of ``--answer-format auto`` is a probe of its own, whose
+    failure stops a run as the log-probability probe's did for the methods that read them.)"""
     with FakeOpenAIServer(default=Behaviour(kind="error", status=503)) as srv:
         result = assay.evaluate("qags-xsum", method="direct", judge=OpenAIJudge("fake-model", srv.url), limit=2,
-                                run_dir=tmp_path / "run", retry=FAST)
+                                run_dir=tmp_path / "run", retry=FAST, answer_format="free")
         assert not any(r.get("logprobs") for r in srv.requests)
         assert len(srv.requests) == 2 * FAST.max_attempts
     assert result.units["failed"] == 2

@@ -90,10 +90,10 @@ def runs(tmp_path_factory) -> dict[str, Path]:
     for method, (fn, opts) in METHODS.items():
         dims = ["engagingness"] if method == "seal" else DIMS
         assay.evaluate(ds, method=method, judge=ScriptedJudge(fn, name=f"{method}-s"), dimensions=dims,
-                       run_dir=base / method, options=opts)
+                       run_dir=base / method, options=opts, answer_format="free")  # the scripts write free text
         out[method] = base / method
     assay.evaluate(ds, method="direct", judge=ScriptedJudge(lambda r: "2", name="direct-s"), dimensions=DIMS,
-                   run_dir=base / "direct-again")
+                   run_dir=base / "direct-again", answer_format="free")
     out["direct-again"] = base / "direct-again"
     return out
 

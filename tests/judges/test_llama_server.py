@@ -72,8 +72,10 @@ async def test_server_answers_with_logprobs(llama_server):
 
 
 def test_direct_run_through_the_server(tmp_path, llama_server):
+    # free text: llama-cpp-python's server answers the default json_schema response format with HTTP 500, and a
+    # probe that never answers stops a run (its JSON run: schema_field=json_object, the next test)
     result = assay.evaluate("topical-chat", method="direct", judge=f"openai:smollm2@{llama_server}", limit=2,
-                            dimensions=["naturalness"], run_dir=tmp_path)
+                            dimensions=["naturalness"], run_dir=tmp_path, answer_format="free")
     assert len(result.judgments) == 2
     assert result.manifest["judge"]["base_url"] == llama_server
     assert result.manifest["judge_logprobs_reason"].startswith("not probed")  # direct reads no log-probabilities

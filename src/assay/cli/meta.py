@@ -180,7 +180,8 @@ def meta(
     if json_path:
         write_json(json_path, results[0] if len(results) == 1 else results)
     for src, res in zip(sources, results, strict=True):  # after every table and the JSON: the gate only decides
-        gate_coverage(res["rows"], fail_under_coverage, str(src))
+        if "rows" in res:  # a correlation report (the trust report of --human/--labels has no coverage rows)
+            gate_coverage(res["rows"], fail_under_coverage, str(src))
 
 
 def parse_scales(pairs: list[str] | None) -> dict[str, tuple[float, float]]:

@@ -46,7 +46,7 @@ def take_late_calls(store: RunStore, identity: JudgeIdentity) -> int:
                 request, response = Request.model_validate(obj["request"]), Response.model_validate(obj["response"])
             except (ValueError, KeyError, TypeError):
                 continue
-            store.put_call(obj["key"], identity, request, response)
+            store.calls.put_call(obj["key"], identity, request, response)
             taken += 1
         reading.unlink()
     return taken
