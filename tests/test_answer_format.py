@@ -270,3 +270,18 @@ def test_pairwise_asks_for_its_verdict_as_json_reasoning_first(tmp_path):
                          judge=ScriptedJudge(lambda r: json.dumps({"reasoning": "x", "verdict": "D"}), schema=True,
                                              name="bad"), run_dir=tmp_path / "bad", options={"reasks": 0})
     assert all(j.score is None and "not A, B or C" in j.error for j in bad.judgments)
+
+
+def test_the_probe_re_asks_a_json_run_in_json(tmp_path):
+    """``assay probe`` re-asks in the run's own answer format: a JSON run's injection re-asks carry its schema."""
+    from assay.probe.run import probe
+
+    judge = ScriptedJudge(json_or_number, schema=True)
+    run = assay.evaluate("summeval", method="direct", judge=judge, limit=2, dimensions=["coherence"],
+                         run_dir=tmp_path)
+    assert run.manifest["answer_format"]["used"] == "json"
+    before = len(judge.requests)
+    out = probe(tmp_path, checks=["injection"], budget=2, judge=judge, n_boot=20)
+    asked = judge.requests[before:]
+    assert asked and all(r.json_schema for r in asked)
+    assert any(c["check"] == "injection" and c["computed"] for c in out["checks"])

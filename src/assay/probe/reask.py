@@ -50,7 +50,7 @@ class Reasker:
         meth = await self.make(options)
         judge = self.ctx.judge.offset(repeat * REPEAT_STRIDE) if repeat else self.ctx.judge
         ctx = RunContext(dataset=self.ctx.dataset, dimensions=self.ctx.dimensions, judge=judge,
-                         note=self.ctx.note, artifacts=self.ctx.artifacts)
+                         note=self.ctx.note, artifacts=self.ctx.artifacts, answer_format=self.ctx.answer_format)
         todo = samples if samples is not None else [s for s, _, _ in self.units]
 
         async def one(sample: Sample, dim: Dimension) -> Judgment | None:
