@@ -85,12 +85,7 @@ def _calibration(table: ScoreTable, labels: Labels, scales: dict[str, tuple[floa
     output for every sample (``calibrated``: {sample_id: score})."""
     out: dict[str, Any] = {}
     for dim in dims:
-        frame = table.dim(dim)
-        human = table.scales.get(dim)
-        x = to_human_scale(frame["score"].to_numpy(), scales.get(dim), human[:2] if human else None)
-        rated = labels.ratings.get(dim, {})
-        lab = frame["sample_id"].isin(list(rated)).to_numpy() & ~np.isnan(x)
-        y = frame.loc[lab, "sample_id"].map(rated).to_numpy(float)
+        frame, human, x, lab, y = _labelled(table, labels, scales, dim)
         try:
             res = calibrate(kind, x[lab], y, x, seed=seed, scale=human)
         except ValueError as exc:
@@ -190,17 +185,24 @@ def plan(source: str | Path | ScoreTable, *, width: float, price: float | None =
     table, lab, scales, dims = load_labels(source, **how)
     out: dict[str, Any] = {}
     for dim in dims:
-        frame = table.dim(dim)
-        human = table.scales.get(dim)
-        x = to_human_scale(frame["score"].to_numpy(), scales.get(dim), human[:2] if human else None)
-        rated = lab.ratings.get(dim, {})
-        use = frame["sample_id"].isin(list(rated)).to_numpy() & ~np.isnan(x)
+        frame, _, x, use, y = _labelled(table, lab, scales, dim)
         try:
-            out[dim] = labels_needed(frame.loc[use, "sample_id"].map(rated).to_numpy(float), x[use], width=width,
+            out[dim] = labels_needed(y, x[use], width=width,
                                      pool=len(frame), alpha=alpha, price=price)
         except ValueError as exc:
             out[dim] = {"error": str(exc)}
     return {"labels": lab.source, "plans": out}
+
+
+def _labelled(table: Any, labels: Any, scales: dict[str, Any], dim: str) -> tuple[Any, Any, Any, Any, Any]:
+    """One dimension's rows, its human scale, the judge's scores on that scale, which rows are labelled (and
+    scored), and their labels: what calibration and the label plan both start from."""
+    frame = table.dim(dim)
+    human = table.scales.get(dim)
+    x = to_human_scale(frame["score"].to_numpy(), scales.get(dim), human[:2] if human else None)
+    rated = labels.ratings.get(dim, {})
+    use = frame["sample_id"].isin(list(rated)).to_numpy() & ~np.isnan(x)
+    return frame, human, x, use, frame.loc[use, "sample_id"].map(rated).to_numpy(float)
 
 
 def write_calibration(run_dir: str | Path, calibration: dict[str, Any], source: str) -> Path:
