@@ -2,6 +2,7 @@
 
 Usage: python benchmarks/run_overhead.py [--limit 200] [--full] [--delay 0.1] [--concurrency 32 256]
                                          [--methods direct geval checkeval seal] [--profile METHOD]
+                                         [--profile-out DIR]
 
 Each row starts ``assay run`` as a user does (a process: ``python -m assay.cli run --dataset summeval ...
 --judge openai:...@URL``, its progress display on, stderr a pipe) against a scripted OpenAI-compatible server
@@ -33,6 +34,7 @@ import asyncio
 import json
 import os
 import pstats
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -110,6 +112,7 @@ def main() -> None:
     ap.add_argument("--concurrency", type=int, nargs="+", default=[32, 256])
     ap.add_argument("--methods", nargs="+", choices=list(METHOD_ARGS), default=list(METHOD_ARGS))
     ap.add_argument("--profile", choices=list(METHOD_ARGS), help="cProfile one more run of this method")
+    ap.add_argument("--profile-out", metavar="DIR", help="keep the profiles there (SRC-TAG.prof) for pstats")
     ap.add_argument("--src", nargs="+", default=[], metavar="DIR",
                     help="source trees to compare (PYTHONPATH of the run, e.g. a worktree's src), alternated per row")
     ap.add_argument("--raw", nargs=3, metavar=("URL", "BODIES", "CONCURRENCY"), help=argparse.SUPPRESS)
@@ -143,6 +146,9 @@ def main() -> None:
                 raise SystemExit(f"{out}\n{method}: assay run exited with {code}")
             if conc < 0:
                 print_profile(f"{tmp}/{model}.prof", f"src {tag} {tree}", method, -conc, wall)
+                if args.profile_out:
+                    Path(args.profile_out).mkdir(parents=True, exist_ok=True)
+                    shutil.copy(f"{tmp}/{model}.prof", Path(args.profile_out) / f"{method}-src{tag}.prof")
                 continue
             first, tail = recorder.first[model] - start, start + wall - recorder.last[model]
             calls, units = len(server.requests), _units(f"{tmp}/{model}")

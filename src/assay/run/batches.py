@@ -9,6 +9,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from assay.judges.base import Request
+from assay.run.turns import TurnWriter
 
 
 class BatchRecords:
@@ -19,24 +20,21 @@ class BatchRecords:
 
     Args:
         db: The store's connection (autocommit; the store owns and closes it).
+        writes: The store's writer (explicit transactions commit the turn's writes first).
     """
 
-    def __init__(self, db: sqlite3.Connection) -> None:
+    def __init__(self, db: sqlite3.Connection, writes: TurnWriter) -> None:
         self._db = db
+        self._writes = writes
 
     def add(self, input_file: str, calls: Iterable[tuple[str, Request]]) -> None:
         """Record an uploaded input file and the calls it carries, before the batch is created from it."""
         now = time.time()
-        self._db.execute("BEGIN")
-        try:
-            self._db.execute("INSERT INTO batches (input_file, batch_id, status, created, updated) "
-                             "VALUES (?, NULL, 'uploaded', ?, ?)", (input_file, now, now))
-            self._db.executemany("INSERT OR IGNORE INTO batch_calls VALUES (?, ?, ?)",
-                                 [(input_file, key, req.model_dump_json()) for key, req in calls])
-        except BaseException:
-            self._db.execute("ROLLBACK")
-            raise
-        self._db.execute("COMMIT")
+        with self._writes.transaction() as db:  # durable before the batch is created (and paid)
+            db.execute("INSERT INTO batches (input_file, batch_id, status, created, updated) "
+                       "VALUES (?, NULL, 'uploaded', ?, ?)", (input_file, now, now))
+            db.executemany("INSERT OR IGNORE INTO batch_calls VALUES (?, ?, ?)",
+                           [(input_file, key, req.model_dump_json()) for key, req in calls])
 
     def update(self, input_file: str, *, status: str, batch_id: str | None = None,
                detail: dict[str, Any] | None = None) -> None:

@@ -7,6 +7,7 @@ import time
 from collections.abc import Iterator
 
 from assay.judges.base import JudgeIdentity, Request, Response
+from assay.run.turns import TurnWriter
 
 
 class CallCache:
@@ -18,10 +19,12 @@ class CallCache:
 
     Args:
         db: The store's connection (autocommit; the store owns and closes it).
+        writes: The store's writer (an answer is committed with the other writes of its event-loop turn).
     """
 
-    def __init__(self, db: sqlite3.Connection) -> None:
+    def __init__(self, db: sqlite3.Connection, writes: TurnWriter) -> None:
         self._db = db
+        self._writes = writes
 
     def get_call(self, key: str) -> Response | None:
         """The recorded answer under ``key``, or None."""
@@ -30,7 +33,7 @@ class CallCache:
 
     def put_call(self, key: str, identity: JudgeIdentity, request: Request, response: Response) -> None:
         """Record an answer; the first one under a key stays (a second writer's is ignored)."""
-        self._db.execute(
+        self._writes.execute(
             "INSERT OR IGNORE INTO calls VALUES (?, ?, ?, ?, ?)",
             (key, identity.label, request.model_dump_json(), response.model_dump_json(), time.time()))
 

@@ -54,13 +54,14 @@ class RunResult:
     """What a run produced: all its judgments (old and new), its manifest, usage, notes and unit counts.
 
     Attributes:
+        judgments: Every judgment of the run, read from its store when first asked for (a large run's result
+            costs nothing until then: the CLI's summary reads only the score columns).
         units: The whole run's units (this session's and earlier ones'): ``asked`` (samples x
             dimensions), ``scored``, ``parse_failed``, ``failed`` (judge calls failed after all
             retries) and ``undone`` (never finished); see :meth:`RunStore.unit_counts`.
     """
 
     run_dir: Path
-    judgments: list[Judgment]
     manifest: dict[str, Any]
     usage: dict[str, Usage]
     notes: list[dict[str, Any]]
@@ -82,6 +83,11 @@ class RunResult:
     def complete(self) -> bool:
         """Whether every unit has an answer (scored or parse-failed): nothing failed, nothing undone."""
         return not self.failed and not self.undone
+
+    @functools.cached_property
+    def judgments(self) -> list[Judgment]:
+        with RunStore(self.run_dir, readonly=True) as store:
+            return store.judgments()
 
     def to_pandas(self) -> Any:
         with RunStore(self.run_dir, readonly=True) as store:
@@ -393,7 +399,7 @@ class RunSession:
         if self.batcher is not None:  # this session's batch mode (each session's is in usage_sessions)
             manifest["batch"] = batch_record(self.batcher)
         store.set_meta("manifest", manifest)
-        return RunResult(run_dir=self.run_path, judgments=store.judgments(), manifest=manifest,
+        return RunResult(run_dir=self.run_path, manifest=manifest,
                          usage=dict(managed.ledger.by_stage), notes=store.notes(), progress=self.progress,
                          resumed=self.resumed, units=counts)
 

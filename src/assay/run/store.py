@@ -20,6 +20,7 @@ from typing import Any
 from assay.errors import AssayError, ConfigError, InputError
 from assay.run.batches import BatchRecords
 from assay.run.cache import CallCache
+from assay.run.turns import TurnWriter
 from assay.types import Judgment, Sample, Usage
 
 DB_NAME = "run.sqlite"
@@ -69,7 +70,7 @@ FINGERPRINT = ("method", "method_settings", "judge", "dataset", "dimensions", "a
 
 
 class RunStore:
-    """A run directory's database. Judgments are written one by one, each exactly once.
+    """A run directory's database. Judgments are written as they come (committed per loop turn), each once.
 
     Args:
         run_dir: The directory; created if missing (unless ``readonly``).
@@ -102,8 +103,9 @@ class RunStore:
     def _parts(self) -> None:
         """Hand out the parts kept in their own classes: the judge call cache (the managed judge's ``cache``)
         and the provider batches, both over this connection."""
-        self.calls = CallCache(self._db)
-        self.batches = BatchRecords(self._db)
+        self.writes = TurnWriter(self._db)
+        self.calls = CallCache(self._db, self.writes)
+        self.batches = BatchRecords(self._db, self.writes)
 
     def _migrate(self) -> None:
         version = self._db.execute("PRAGMA user_version").fetchone()[0]
@@ -111,6 +113,7 @@ class RunStore:
             self._db.executescript(f"BEGIN; {sql}; PRAGMA user_version = {i + 1}; COMMIT;")
 
     def close(self) -> None:
+        self.writes.commit()
         self._db.close()
         if self._lock is not None:
             self._lock.release()
@@ -188,12 +191,10 @@ class RunStore:
 
     def put_samples(self, samples: Iterable[Sample]) -> None:
         """Keep the ids, groups and human ratings of the samples, so the run stands alone."""
-        self._db.execute("BEGIN")
-        self._db.executemany(
-            "INSERT OR IGNORE INTO samples VALUES (?, ?, ?, ?, ?)",
-            [(s.id, s.doc_id, s.system_id, json.dumps(s.human), json.dumps(s.annotators)) for s in samples],
-        )
-        self._db.execute("COMMIT")
+        with self.writes.transaction() as db:
+            db.executemany(
+                "INSERT OR IGNORE INTO samples VALUES (?, ?, ?, ?, ?)",
+                [(s.id, s.doc_id, s.system_id, json.dumps(s.human), json.dumps(s.annotators)) for s in samples])
 
     def samples(self) -> list[dict[str, Any]]:
         rows = self._db.execute("SELECT id, doc_id, system_id, human, annotators FROM samples ORDER BY rowid")
@@ -228,14 +229,15 @@ class RunStore:
         by a re-ask that records it (``previous_attempts`` in the trace: ``--retry-parse-failures``); any other
         second judgment for a unit is an error, never a duplicate.
 
-        One statement, committed on its own (a killed run keeps every judgment written before): the upsert
-        replaces only such a row, so that nothing changes when the unit is stored already otherwise.
+        One statement, committed with the other writes of its event-loop turn (:class:`TurnWriter`: a killed run
+        keeps every judgment written before that turn): the upsert replaces only such a row, so that nothing
+        changes when the unit is stored already otherwise.
 
         Raises:
             sqlite3.IntegrityError: The unit has a scored or parse-failed judgment already.
         """
         replaced = "('failed', 'parse_failed')" if "previous_attempts" in j.trace else "('failed')"
-        cursor = self._db.execute(
+        cursor = self.writes.execute(
             "INSERT INTO judgments (sample_id, dimension, method, judge, score, error, trace, usage, created, "
             "status) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (sample_id, dimension) DO UPDATE SET "
             "method=excluded.method, judge=excluded.judge, score=excluded.score, error=excluded.error, "
@@ -255,12 +257,11 @@ class RunStore:
         One transaction, so that an interrupted import leaves the run as it was and can simply be repeated.
         A judgment for a unit already stored is an error (the whole import is rolled back).
         """
-        self._db.execute("BEGIN")
-        try:
-            self._db.executemany(
+        with self.writes.transaction() as db:
+            db.executemany(
                 "INSERT OR IGNORE INTO samples VALUES (?, ?, ?, ?, ?)",
                 [(s.id, s.doc_id, s.system_id, json.dumps(s.human), json.dumps(s.annotators)) for s in samples])
-            self._db.executemany(
+            db.executemany(
                 "INSERT INTO judgments (sample_id, dimension, method, judge, score, error, trace, usage, created, "
                 "status) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [(j.sample_id, j.dimension, j.method, j.judge, j.score, j.error,
@@ -269,10 +270,6 @@ class RunStore:
             self.set_meta("manifest", manifest)
             for kind, message in notes:
                 self.add_note(kind, message)
-        except BaseException:
-            self._db.execute("ROLLBACK")
-            raise
-        self._db.execute("COMMIT")
 
     def _status_column(self) -> str:
         """The status expression: the column, or its derivation in a run stored before it existed
