@@ -6,6 +6,7 @@ import json
 import math
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from assay.meta.correlation import (
@@ -118,3 +119,29 @@ def test_kendall_variant_reaches_the_table():
         assert res["kendall_variant"] == v
         assert res["rows"][0]["kendall"] == pytest.approx(kendall_tau(x, y, v))
     assert taus["a"]["rows"][0]["kendall"] < taus["b"]["rows"][0]["kendall"]  # ties lower tau-a
+
+
+@pytest.mark.parametrize("measure,variant", [("pearson", "b"), ("spearman", "b"), ("kendall", "b"),
+                                             ("kendall", "c"), ("kendall", "a")])
+def test_per_document_computed_along_rows_equals_each_document_alone(measure, variant):
+    """Documents of equal size are computed together; each value must equal scipy's on that document alone, and
+    documents that have no correlation (constant scores, fewer than three pairs, failed units) must stay NaN."""
+    rng = np.random.default_rng(7)
+    rows = []
+    for d in range(60):
+        n = (16, 16, 16, 12, 5, 2)[d % 6]  # mostly equal sizes, some smaller, one below MIN_PAIRS
+        scores = rng.integers(1, 6, n).astype(float)  # ties, as judges' integer scores have
+        if d % 10 == 3:
+            scores[:] = 4.0  # a constant document
+        human = np.round(rng.normal(3, 1, n), 1)
+        if d % 7 == 0:
+            scores[0] = np.nan  # a failed unit: left out of that document's pairs
+        rows += [{"doc_id": f"d{d}", "system_id": f"s{i}", "score": s, "human": h}
+                 for i, (s, h) in enumerate(zip(scores, human))]
+    frame = pd.DataFrame(rows)
+    got = per_document(frame, measure, variant)
+    want = {doc: correlate(g.dropna()["score"], g.dropna()["human"], measure, variant)
+            for doc, g in frame.groupby("doc_id", sort=False)}
+    assert list(got.index) == list(want)
+    np.testing.assert_allclose(got.to_numpy(), np.array(list(want.values())), rtol=1e-12, atol=1e-12)
+    assert got.isna().sum() == sum(np.isnan(v) for v in want.values()) > 0

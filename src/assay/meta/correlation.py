@@ -93,12 +93,46 @@ def _pairs(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def per_document(frame: pd.DataFrame, measure: Measure, variant: KendallVariant = "b") -> pd.Series:
-    """The correlation within each source document (one dimension's rows); NaN marks a skipped document."""
+    """The correlation within each source document (one dimension's rows); NaN marks a skipped document.
+
+    Documents with the same number of rated outputs (SummEval: 16 systems each) are computed together, scipy
+    working along the rows of one array (:func:`_along_rows`), which gives the same values as :func:`correlate` on
+    each document in a few hundredths of the time (the run summary and ``assay meta`` compute 100 documents x
+    dimensions x measures).
+    """
     pairs = _pairs(frame)
     docs = list(dict.fromkeys(frame["doc_id"]))
-    values = {doc: correlate(g["score"].to_numpy(), g["human"].to_numpy(), measure, variant)
-              for doc, g in pairs.groupby("doc_id", sort=False)}
+    score, human = pairs["score"].to_numpy(float), pairs["human"].to_numpy(float)
+    by_size: dict[int, list[tuple[Any, np.ndarray]]] = {}
+    for doc, rows in pairs.groupby("doc_id", sort=False).indices.items():
+        by_size.setdefault(len(rows), []).append((doc, rows))
+    values: dict[Any, float] = {}
+    for n, group in by_size.items():
+        x, y = np.stack([score[rows] for _, rows in group]), np.stack([human[rows] for _, rows in group])
+        defined = (n >= MIN_PAIRS) & (x != x[:, :1]).any(axis=1) & (y != y[:, :1]).any(axis=1)
+        result = np.full(len(group), np.nan)
+        if defined.any():
+            result[defined] = _along_rows(x[defined], y[defined], measure, variant)
+        values.update(zip([doc for doc, _ in group], result.tolist(), strict=True))
     return pd.Series([values.get(d, float("nan")) for d in docs], index=docs, dtype=float)
+
+
+def _along_rows(x: np.ndarray, y: np.ndarray, measure: Measure, variant: KendallVariant) -> np.ndarray:
+    """One coefficient per row pair of two 2-D arrays (each row a document; no row constant), by scipy.
+
+    Spearman's rho is Pearson's r of the average ranks (what ``scipy.stats.spearmanr`` computes); Kendall's tau-b
+    and tau-c come from ``scipy.stats.kendalltau`` along the axis, tau-a from :func:`kendall_tau` per row.
+    """
+    from scipy import stats
+
+    if measure == "pearson":
+        return np.asarray(stats.pearsonr(x, y, axis=1).statistic, dtype=float)
+    if measure == "spearman":
+        return np.asarray(stats.pearsonr(stats.rankdata(x, axis=1), stats.rankdata(y, axis=1), axis=1).statistic,
+                          dtype=float)
+    if measure == "kendall" and variant in ("b", "c"):
+        return np.asarray(stats.kendalltau(x, y, variant=variant, axis=1).statistic, dtype=float)
+    return np.array([correlate(a, b, measure, variant) for a, b in zip(x, y, strict=True)], dtype=float)
 
 
 def sample_level(frame: pd.DataFrame, measure: Measure, variant: KendallVariant = "b") -> dict[str, Any]:
