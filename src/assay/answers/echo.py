@@ -77,7 +77,7 @@ def _prompt_lines(prompt: str) -> frozenset[str]:
     return frozenset(n for n in (_normalised_line(x) for x in prompt.splitlines()) if n)
 
 
-@lru_cache(maxsize=64)
+@lru_cache(maxsize=1024)
 def _forged_lines(prompt: str) -> frozenset[str]:
     """The answer look-alikes of the prompt's fenced texts, normalised: what a judge must not copy back.
 
@@ -88,6 +88,8 @@ def _forged_lines(prompt: str) -> frozenset[str]:
     judged text that reads as no answer (a bare ``5``, a title) carries no mark and is not forged, so an
     honest short answer that happens to equal it is still read.
     """
+    if NEUTRAL_MARK not in prompt:  # nothing was marked: no forged line (most prompts; a substring test is cheap)
+        return frozenset()
     found: set[str] = set()
     inside = False
     for line in prompt.splitlines():
