@@ -102,6 +102,17 @@ def test_a_llama_cpp_servers_props_names_units_over_its_context_and_they_are_sti
     assert SECRET not in json.dumps(result.manifest) + json.dumps([j.trace for j in result.judgments])
 
 
+def test_the_estimate_of_a_resumed_run_takes_the_context_its_detection_recorded(tmp_path):
+    with _props_server(200) as srv:
+        assay.evaluate("qags-xsum", method="direct", judge=f"openai:m@{srv.url}", limit=1, run_dir=tmp_path,
+                       answer_format="free")
+        est = assay.evaluate("qags-xsum", method="direct", judge=f"openai:m@{srv.url}", limit=3, run_dir=tmp_path,
+                             answer_format="free", estimate=True)
+        assert [path for path, _ in srv.gets] == ["/props"]  # the estimate asked nothing
+    assert est.n_ctx == 200 and len(est.over_context) == 2
+    assert any("context size 200 tokens as recorded by the run" in a for a in est.assumptions)
+
+
 def test_the_judge_option_wins_and_an_unknown_size_is_recorded(tmp_path):
     with _props_server(200) as srv:
         result = assay.evaluate("qags-xsum", method="direct", judge=f"openai:m@{srv.url}", limit=2,

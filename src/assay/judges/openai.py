@@ -80,8 +80,9 @@ class OpenAIJudge(Judge):
             the next request evaluates only what follows the shared prefix). Opt-in, since OpenAI's API refuses
             unknown fields; recent llama.cpp servers cache by default. Part of the identity when set, since
             llama.cpp warns that a reused cache may change logits slightly (other batch sizes).
-        n_ctx: The endpoint's context size in tokens, where you know it (``--judge-opt n_ctx=N``): ``--estimate``
-            then names the units whose prompt exceeds it. Not part of the identity (it changes no answer).
+        n_ctx: The endpoint's context size in tokens, where you know it (``--judge-opt n_ctx=N``); it wins over a
+            llama.cpp server's ``/props`` (:meth:`context_size`). A run and ``--estimate`` then name the units whose
+            prompt exceeds it. Not part of the identity (it changes no answer).
         schema: Force the JSON-schema capability on or off instead of probing (``--answer-format``).
         schema_field: How a request's JSON schema is sent: ``response_format`` (``{"type": "json_schema", ...}``:
             OpenAI structured outputs, vLLM, llama.cpp's own server), ``json_object`` (``{"type": "json_object",

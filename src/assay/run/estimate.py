@@ -50,8 +50,9 @@ class Estimate:
         assumptions: What the estimate assumed (capabilities not probed, stand-ins used).
         notes: The method's notes during the estimate (fallbacks it would take).
         priced: Whether a price table priced the rows.
-        n_ctx: The judge's context size where it is known (the embedded judge's ``n_ctx``, an ``openai:`` judge's
-            ``--judge-opt n_ctx=N``), else None.
+        n_ctx: The judge's context size where it is known without a call (the embedded judge's ``n_ctx``, an
+            ``openai:`` judge's ``--judge-opt n_ctx=N``, or the size a resumed run recorded, e.g. from a llama.cpp
+            server's ``/props``), else None.
         over_context: Units with a prompt that, with its ``max_tokens``, exceeds ``n_ctx`` (``sample / dimension
             (N prompt tokens + M to generate > n_ctx)``), named before any call, as a live run names them before
             judging (:func:`assay.run.counting.find_over_context`).
@@ -140,6 +141,17 @@ async def judge_for_estimate(judge: str | Judge, options: dict[str, Any],
     return identity, logprobs, counter, assumptions
 
 
+def recorded_context(manifest: dict[str, Any] | None, identity: JudgeIdentity, assumptions: list[str]) -> int | None:
+    """The context size a run of the same judge recorded (``judge_context``), said in the assumptions; else None."""
+    if not manifest or manifest.get("judge") != identity.model_dump(mode="json"):
+        return None
+    recorded = manifest.get("judge_context") or {}
+    if not recorded.get("n_ctx"):
+        return None
+    assumptions.append(f"context size {recorded['n_ctx']} tokens as recorded by the run ({recorded.get('source')})")
+    return int(recorded["n_ctx"])
+
+
 def schema_for_estimate(judge: str | Judge, options: dict[str, Any], manifest: dict[str, Any] | None,
                         assumptions: list[str]) -> tuple[bool, str]:
     """Whether the judge would enforce JSON schemas, without a call: the embedded judge does, a Judge object says,
@@ -202,6 +214,8 @@ async def estimate_run(plan: RunPlan, judge: str | Judge, *, judge_options: dict
                                  standin=meth.standin)
         counting.n_ctx = (identity.settings.get("n_ctx") if identity.backend == "llamacpp"
                           else (judge_options or {}).get("n_ctx", getattr(judge, "n_ctx", None)))
+        if counting.n_ctx is None:  # a resumed run's, as its detection found it (a llama.cpp server's /props)
+            counting.n_ctx = recorded_context(manifest, identity, assumptions)
         notes: list[tuple[str, str]] = []
         fmt = choose(plan.answer_format, meth,
                      *schema_for_estimate(judge, judge_options or {}, manifest, assumptions))

@@ -269,7 +269,8 @@ class RunSession:
     async def detect(self) -> None:
         """Ask the judge once what it supports (log-probabilities), and note a method's fallback. Only a method
         that reads log-probabilities sends the probe (an always-failing judge stopped ``direct`` there); the
-        others record that none was sent."""
+        others record that none was sent. Then the answer format, and the judge's context size
+        (:meth:`Judge.context_size`: a llama.cpp server's ``/props``; never a failure)."""
         store, bare = self._opened()
         await self._detect_logprobs(store, bare)
         # the answer format, decided once (a probe only when the method would use a schema)
