@@ -178,3 +178,19 @@ async def test_a_server_without_props_or_an_unreachable_one_leaves_it_unknown():
     with FakeOpenAIServer(props={"default_generation_settings": {"n_ctx": 0}}) as srv:
         n_ctx, why = await OpenAIJudge("m", srv.url).context_size()
     assert n_ctx is None and "gave no n_ctx" in why
+
+
+def test_the_checked_method_ships_to_ray_and_is_the_method_otherwise():
+    import pickle
+
+    from assay.judges.tokens import approximate
+    from assay.methods import make_method
+    from assay.run.counting import ContextChecked, OverContext
+
+    found = {("s1", "coherence"): OverContext("s1", "coherence", "score", 300, 8, 256, True)}
+    checked = ContextChecked(found, approximate("test"), set()).around(make_method("direct"))
+    again = pickle.loads(pickle.dumps(checked))
+    assert again.name == "direct" and again.found == checked.found and again.messages == {}
+    assert again.found[("s1", "coherence")] == {"n_ctx": 256, "prompt_tokens": 300, "max_tokens": 8, "stage": "score",
+                                                "counted_by": "approximate chars/4 (test)", "exact": False,
+                                                "refused_without_call": False}  # not the judge's own count
