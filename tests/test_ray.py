@@ -191,6 +191,18 @@ def test_actors_share_the_concurrency_bound_an_endpoint_sees(cluster, tmp_path):
     assert 2 <= peak[0] <= 3  # 2 + 1 slots; each actor with the whole bound would reach 6 (32 units each)
 
 
+def test_units_over_a_servers_context_are_named_and_traced_on_ray_too(cluster, tmp_path):
+    """Issue 23: the context check wraps the method the actors receive (it pickles); a remote count sends them."""
+    with FakeOpenAIServer(props={"default_generation_settings": {"n_ctx": 64}}) as server:
+        result = assay.evaluate("summeval", judge=f"openai:fake-model@{server.url}", docs=1, limit=4,
+                                dimensions=["coherence"], run_dir=tmp_path / "run", executor="ray", workers=2,
+                                answer_format="free")
+    assert result.complete and len(result.judgments) == 4
+    assert all(j.trace["over_context"]["n_ctx"] == 64 and not j.trace["over_context"]["refused_without_call"]
+               for j in result.judgments)
+    assert any(n["kind"] == "context" and n["message"].startswith("4 unit(s)") for n in result.notes)
+
+
 def broken_judge(request) -> str:
     raise ValueError("boom: a bug in the judge")
 
