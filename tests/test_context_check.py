@@ -10,10 +10,14 @@ import pytest
 from typer.testing import CliRunner
 
 import assay
+from assay.answers.parsing import parse_rating
 from assay.cli.main import app
+from assay.judges.ask import ask
+from assay.judges.base import Choice, Judge, JudgeIdentity, Request, Response
 from assay.judges.middleware import RetryPolicy
 from assay.judges.openai import OpenAIJudge, props_context, props_url
 from assay.judges.scripted import ScriptedJudge
+from assay.methods.base import Method
 from assay.run.store import RunStore
 from assay.testing import Behaviour, FakeOpenAIServer
 
@@ -194,3 +198,66 @@ def test_the_checked_method_ships_to_ray_and_is_the_method_otherwise():
     assert again.found[("s1", "coherence")] == {"n_ctx": 256, "prompt_tokens": 300, "max_tokens": 8, "stage": "score",
                                                 "counted_by": "approximate chars/4 (test)", "exact": False,
                                                 "refused_without_call": False}  # not the judge's own count
+
+
+class OwnCountJudge(Judge):
+    """A judge that counts prompts as it checks them (as the embedded judge does: its count is exact) and states
+    its context; it answers "3" and records every request."""
+
+    paid = False
+
+    def __init__(self, n_ctx: int) -> None:
+        self.identity = JudgeIdentity(backend="own", model="m")
+        self.n_ctx = n_ctx
+        self.requests: list[Request] = []
+
+    def prompt_tokens(self, request: Request) -> list[int]:
+        return list(range(sum(len(m.content) for m in request.messages) // 4))
+
+    def text_tokens(self, text: str) -> int:
+        return len(text) // 4
+
+    async def context_size(self) -> tuple[int | None, str]:
+        return self.n_ctx, "stated by the test judge"
+
+    async def generate(self, request: Request) -> Response:
+        self.requests.append(request)
+        return Response(choices=[Choice(text="3", finish_reason="stop")], model="m")
+
+
+def _two_stage_method():
+    """A method whose second request is built from the first one's answer (as SEAL's verification is built from its
+    decomposition): with a stand-in's answer the check can only estimate it."""
+    class TwoStage(Method):
+        name = "two-stage"
+
+        async def score(self, sample, dimension, ctx):
+            first = (await ask(ctx.judge, Request.chat(f"Summarise: {sample.output}", max_tokens=8),
+                               stage="first")).response.text
+            prompt = f"{first}\n{'pad ' * 500}\nRate it from 1 to 5: {sample.output}"
+            answer = (await ask(ctx.judge, Request.chat(prompt, max_tokens=4), stage="second")).response.text
+            parsed = parse_rating(answer, dimension.scale)
+            return self.judgment(sample, dimension, ctx, score=parsed.value, trace={"answer": answer},
+                                 error=parsed.error)
+
+    return TwoStage()
+
+
+def test_an_exact_count_refuses_only_prompts_built_before_any_stand_in_answer(tmp_path):
+    """With the judge's own count, a unit whose first request is over is failed without a call; one whose later
+    request (built from a stand-in answer) is over is still sent: that count is an estimate."""
+    warned: list[str] = []
+    judge = OwnCountJudge(400)  # the first requests fit (an output is < 1,400 characters), the second do not
+    result = assay.evaluate("summeval", method=_two_stage_method(), judge=judge, dimensions=["coherence"], limit=2,
+                            run_dir=tmp_path / "later", on_warning=warned.append)
+    assert result.complete and len(judge.requests) == 4  # both units sent, both stages
+    assert all(j.trace["over_context"]["stage"] == "second" and not j.trace["over_context"]["exact"]
+               and not j.trace["over_context"]["refused_without_call"] for j in result.judgments)
+    (line,) = warned
+    assert "2 are sent anyway (counted on prompts built from stand-in answers" in line
+    judge = OwnCountJudge(20)  # now the first requests are over too
+    result = assay.evaluate("summeval", method=_two_stage_method(), judge=judge, dimensions=["coherence"], limit=2,
+                            run_dir=tmp_path / "first")
+    assert judge.requests == [] and result.units["failed"] == 2
+    assert all(j.trace["over_context"]["stage"] == "first" and j.trace["over_context"]["refused_without_call"]
+               and j.trace["attempts"] == 0 for j in result.judgments)
