@@ -261,3 +261,19 @@ def test_an_exact_count_refuses_only_prompts_built_before_any_stand_in_answer(tm
     assert judge.requests == [] and result.units["failed"] == 2
     assert all(j.trace["over_context"]["stage"] == "first" and j.trace["over_context"]["refused_without_call"]
                and j.trace["attempts"] == 0 for j in result.judgments)
+
+
+def test_a_check_that_cannot_run_is_noted_and_the_run_goes_on(tmp_path, monkeypatch):
+    import assay.run.session as session
+    from assay.errors import ConfigError
+
+    async def refuses(*args, **kwargs):
+        raise ConfigError("the method refused a stand-in answer")
+
+    monkeypatch.setattr(session, "find_over_context", refuses)
+    judge = OwnCountJudge(20)
+    result = assay.evaluate("summeval", method="direct", judge=judge, dimensions=["coherence"], limit=1,
+                            run_dir=tmp_path)
+    assert len(judge.requests) == 1 and result.complete  # judged as without the check (this judge accepts it)
+    (note,) = [n for n in result.notes if n["kind"] == "context"]
+    assert note["message"].startswith("the context check could not run (the method refused a stand-in answer)")

@@ -22,7 +22,7 @@ from typing import Any, ParamSpec, TypeVar
 from assay._version import __version__
 from assay.common.hashing import content_hash
 from assay.datasets import Dataset, load_dataset
-from assay.errors import ConfigError, did_you_mean
+from assay.errors import AssayError, ConfigError, did_you_mean
 from assay.judges import Judge, JudgeIdentity, ManagedJudge, PriceTable, RetryPolicy, load_judge
 from assay.judges.ask import ask
 from assay.judges.base import Request, Response
@@ -366,7 +366,12 @@ class RunSession:
             return
         counter = judge_counter(bare)
         self.status(f"checking {len(units)} unit(s) against the judge's context of {n_ctx} tokens")
-        found = await find_over_context(plan.method, units, ctx, bare, counter, n_ctx, store.calls)
+        try:
+            found = await find_over_context(plan.method, units, ctx, bare, counter, n_ctx, store.calls)
+        except AssayError as exc:  # the method refused the counting judge's stand-ins: judge as without the check
+            self.note("context", f"the context check could not run ({exc}); units over the judge's context of "
+                                 f"{n_ctx} tokens fail when the judge refuses them")
+            return
         if not found:
             return
         refused = {unit for unit, o in found.items() if counter.own and o.exact}
