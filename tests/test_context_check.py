@@ -277,3 +277,15 @@ def test_a_check_that_cannot_run_is_noted_and_the_run_goes_on(tmp_path, monkeypa
     assert len(judge.requests) == 1 and result.complete  # judged as without the check (this judge accepts it)
     (note,) = [n for n in result.notes if n["kind"] == "context"]
     assert note["message"].startswith("the context check could not run (the method refused a stand-in answer)")
+
+
+async def test_a_slow_props_is_given_up_after_the_timeout(monkeypatch):
+    import time
+
+    import assay.judges.openai as openai_judge
+
+    monkeypatch.setattr(openai_judge, "PROPS_TIMEOUT_S", 0.2)
+    monkeypatch.setattr(openai_judge, "_get_json", lambda url, timeout: time.sleep(1.0))  # a server that drips
+    start = time.monotonic()
+    n_ctx, why = await OpenAIJudge("m", "http://127.0.0.1:9/v1").context_size()
+    assert n_ctx is None and "no answer within 0.2 s" in why and time.monotonic() - start < 0.9

@@ -168,9 +168,11 @@ class OpenAIJudge(Judge):
             return None, "context size unknown: the OpenAI API does not report it (set --judge-opt n_ctx=N)"
         where = public_url(self._props_url)
         try:
-            props = await asyncio.to_thread(_get_json, self._props_url, PROPS_TIMEOUT_S)
+            async with asyncio.timeout(PROPS_TIMEOUT_S):  # the whole look-up (the socket's bounds each read)
+                props = await asyncio.to_thread(_get_json, self._props_url, PROPS_TIMEOUT_S)
         except Exception as exc:  # anything: a run never fails on this look-up
             reason = (f"HTTP {exc.code}" if isinstance(exc, urllib.error.HTTPError)
+                      else f"no answer within {PROPS_TIMEOUT_S:g} s" if isinstance(exc, TimeoutError)
                       else self.redacted(str(getattr(exc, "reason", None) or exc))[:200])
             return None, f"context size unknown: GET {where} failed ({reason}); set --judge-opt n_ctx=N"
         n_ctx = props_context(props)
