@@ -112,7 +112,8 @@ async def test_a_prompt_listing_a_stand_ins_units_is_estimated_even_without_a_ca
     from assay.answers.fence import fence
     from assay.judges import JudgeIdentity
     from assay.judges.tokens import approximate
-    from assay.run.estimate import CountingJudge, _scoped
+    from assay.run.counting import CountingJudge
+    from assay.run.counting import scoped as _scoped
 
     text = "The cat sat on the mat. It was happy there. Then it left the house."
     judge = CountingJudge(JudgeIdentity(backend="openai", model="m"), True, approximate("test"), None,

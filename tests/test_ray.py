@@ -191,6 +191,18 @@ def test_actors_share_the_concurrency_bound_an_endpoint_sees(cluster, tmp_path):
     assert 2 <= peak[0] <= 3  # 2 + 1 slots; each actor with the whole bound would reach 6 (32 units each)
 
 
+def test_units_over_a_servers_context_are_named_and_traced_on_ray_too(cluster, tmp_path):
+    """Issue 23: the context check wraps the method the actors receive (it pickles); a remote count sends them."""
+    with FakeOpenAIServer(props={"default_generation_settings": {"n_ctx": 64}}) as server:
+        result = assay.evaluate("summeval", judge=f"openai:fake-model@{server.url}", docs=1, limit=4,
+                                dimensions=["coherence"], run_dir=tmp_path / "run", executor="ray", workers=2,
+                                answer_format="free")
+    assert result.complete and len(result.judgments) == 4
+    assert all(j.trace["over_context"]["n_ctx"] == 64 and not j.trace["over_context"]["refused_without_call"]
+               for j in result.judgments)
+    assert any(n["kind"] == "context" and n["message"].startswith("4 unit(s)") for n in result.notes)
+
+
 def broken_judge(request) -> str:
     raise ValueError("boom: a bug in the judge")
 
@@ -316,3 +328,41 @@ def test_an_actor_sees_its_dead_driver_and_its_late_answer_is_taken_in_next_run(
         assert store.calls.get_call(key).choices[0].text == "4"
         assert take_late_calls(store, identity) == 0
     assert not list((tmp_path / LATE_CALLS).iterdir())
+
+
+def test_an_actor_on_another_node_keeps_a_late_answer_only_in_this_runs_shared_directory(tmp_path):
+    """Issue 23: a late answer on another node is kept where the run directory is shared and provably this run's
+    (its lock file names the dead driver); an absent directory or another run's is left alone."""
+    from assay.judges.base import Choice, JudgeIdentity, Request, Response
+    from assay.judges.middleware import call_key
+    from assay.run.late_calls import LATE_CALLS, take_late_calls
+    from assay.run.ray_executor import DriverLife, DriverWatch
+
+    shared = tmp_path / "shared-run"
+    with RunStore(shared):  # the driver held the lock: its text names it (a SIGKILL leaves it so)
+        lock = (shared / "run.lock").read_text()
+    (shared / "run.lock").write_text(lock)
+    identity = JudgeIdentity(backend="openai", model="m")
+    request, response = Request.chat("Rate it."), Response(choices=[Choice(text="4")])
+    key = call_key(identity, request)
+
+    def watch(run_dir, lock_text=lock):
+        return DriverWatch(DriverLife("node-a", 1, None, "01000000", str(run_dir), lock_text), "node-b")
+
+    assert not watch(shared).local
+    assert watch(shared).keep_late("w2", key, request, response)  # shared and this run's: kept
+    with RunStore(shared) as store:
+        assert take_late_calls(store, identity) == 1
+        assert store.calls.get_call(key).choices[0].text == "4"
+    absent = tmp_path / "not-mounted"
+    assert not watch(absent).keep_late("w2", key, request, response)
+    assert not absent.exists()  # no unrelated local folder made
+    other = tmp_path / "other-run"
+    other.mkdir()
+    (other / "run.lock").write_text(lock.replace('"pid": ', '"pid": 9'))  # another run's driver holds it
+    assert not watch(other).keep_late("w2", key, request, response)
+    assert not (other / LATE_CALLS).exists()
+    (other / "run.lock").write_text("")  # a released lock proves nothing
+    assert not watch(other, None).keep_late("w2", key, request, response)
+    assert not watch(other, "").keep_late("w2", key, request, response)
+    assert not (other / LATE_CALLS).exists()

@@ -37,6 +37,7 @@ async def evaluate_async(
     on_start: Callable[[int, int], None] | None = None,
     on_update: Callable[[Progress, ManagedJudge], None] | None = None,
     on_status: Callable[[str], None] | None = None,
+    on_warning: Callable[[str], None] | None = None,
     batch: bool | BatchOptions = False,
     executor: str = "local",
     workers: int | None = None,
@@ -71,6 +72,9 @@ async def evaluate_async(
         on_status: Called with a line saying what the run is doing before judging starts (loading the
             judge, probing it, building artifacts such as G-Eval's steps, with the judge calls so far), so
             that a long preparation never looks like a hang; in batch mode also each change of a batch's state.
+        on_warning: Called with a line to keep in view before judging starts: the units whose prompts exceed the
+            judge's context, where it is known (docs/judges.md, "Context size"); default ``on_status``. The line
+            also goes into the run's notes.
         batch: Send the run's calls through the provider's batch API (an ``openai:`` judge only): all units
             at once, their requests gathered per stage into batches, resumable (docs/judges.md, "Batch
             mode"). True for the defaults, or :class:`~assay.judges.batch.BatchOptions`.
@@ -105,7 +109,7 @@ async def evaluate_async(
     settings = RunSettings(judge_options=dict(judge_options or {}), concurrency=concurrency, retry=retry,
                            prices=prices, batch=batch, ray=ray_settings, executor=executor,
                            retry_parse_failures=retry_parse_failures)
-    async with RunSession(plan, judge, run_dir, settings, status=on_status) as session:
+    async with RunSession(plan, judge, run_dir, settings, status=on_status, warn=on_warning) as session:
         return await session.run(on_start, on_update)
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 
 class AssayError(Exception):
     """Base of every error assay raises deliberately; the CLI prints its message and exits 1."""
@@ -39,9 +41,12 @@ class JudgeError(AssayError):
     Attributes:
         attempts: How many times the call was tried before giving up, where known (the middleware
             sets it when its retries run out), so that a failed unit can record it.
+        trace: Fields for the failed unit's trace, where the raiser knows more than the message (a unit refused
+            before any call for a prompt over the judge's context: ``over_context``).
     """
 
     attempts: int | None = None
+    trace: dict[str, Any] | None = None
 
 
 class TransientJudgeError(JudgeError):

@@ -92,3 +92,13 @@ def test_the_server_enforces_a_json_schema_probed_once(tmp_path, llama_server):
     assert (record["used"], record["judge_schema"]) == ("json", True), record
     for j in result.judgments:
         assert list(json.loads(j.trace["answer"])) == ["reasoning", "score"]
+
+
+async def test_a_llama_cpp_python_server_has_no_props_so_the_context_stays_unknown(llama_server):
+    """llama-cpp-python's server (unlike llama.cpp's own llama-server) serves no ``/props``: the size is unknown,
+    said so, never an error (issue 23; the loopback fake of tests/test_context_check.py serves llama.cpp's shape)."""
+    n_ctx, why = await OpenAIJudge("smollm2", llama_server).context_size()
+    assert n_ctx is None and why.startswith("context size unknown: GET http://127.0.0.1:")
+    assert "/props failed (HTTP 404)" in why
+    stated = await OpenAIJudge("smollm2", llama_server, n_ctx=2048).context_size()
+    assert stated == (2048, "set by the judge option n_ctx")

@@ -153,6 +153,9 @@ def run(
         bar.start()
         warm_up()  # the summary's imports overlap the judging
 
+    def on_warning(message: str) -> None:  # kept above the stage line (units over the judge's context)
+        console.print(f"[yellow]warning:[/] {escape(message)}")
+
     shown = [0.0]  # when the bar was last updated
 
     def on_update(p: Any, judge_: Any) -> None:  # after each unit; the bar redraws 10 times a second at most
@@ -172,6 +175,7 @@ def run(
                           concurrency=concurrency, retry=RetryPolicy(timeout_s=timeout, max_attempts=retries,
                                                              refused_s=refused_wait),
                           prices=price_table, on_start=on_start, on_update=on_update, on_status=on_status,
+                          on_warning=on_warning,
                           batch=batch_options, retry_parse_failures=retry_parse_failures,
                           answer_format=answer_format,
                           executor=executor, workers=workers, worker_cpus=worker_cpus, worker_gpus=worker_gpus)

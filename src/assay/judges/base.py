@@ -240,6 +240,15 @@ class Judge(abc.ABC):
         """
         return {}
 
+    async def context_size(self) -> tuple[int | None, str]:
+        """The judge's context size in tokens where it is known, and how it was learnt (or why it is not known).
+
+        Asked once per run, during detection (:meth:`assay.run.session.RunSession.detect`): where it is known, the
+        units whose prompts exceed it are named before judging (docs/judges.md, "Context size"). It never raises:
+        an unknown size is ``(None, "context size unknown: ...")``. The default knows nothing.
+        """
+        return None, f"context size unknown: the {self.identity.backend} backend does not say"
+
     async def check(self) -> dict[str, Any]:
         """Probe the judge with a tiny request; return what it reports (for ``assay judges``)."""
         req = Request.chat("Reply with the single word: ok", max_tokens=4, top_logprobs=1)

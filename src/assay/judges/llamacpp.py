@@ -315,6 +315,10 @@ class LlamaCppJudge(Judge):
         ``assay judges``)."""
         return dict(self._runtime)
 
+    async def context_size(self) -> tuple[int | None, str]:
+        """Its own ``n_ctx``: a prompt that does not fit with its ``max_tokens`` is refused by :meth:`generate`."""
+        return self._llm.n_ctx(), "the embedded judge's n_ctx"
+
     def prompt_tokens(self, request: Request) -> list[int]:
         """The chat-formatted, tokenized prompt of a request."""
         return chat_tokens(self._llm, self._formatter, request)

@@ -12,6 +12,8 @@ import re
 import socket
 import ssl
 import time
+import urllib.error
+import urllib.request
 import warnings
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Literal
@@ -78,8 +80,9 @@ class OpenAIJudge(Judge):
             the next request evaluates only what follows the shared prefix). Opt-in, since OpenAI's API refuses
             unknown fields; recent llama.cpp servers cache by default. Part of the identity when set, since
             llama.cpp warns that a reused cache may change logits slightly (other batch sizes).
-        n_ctx: The endpoint's context size in tokens, where you know it (``--judge-opt n_ctx=N``): ``--estimate``
-            then names the units whose prompt exceeds it. Not part of the identity (it changes no answer).
+        n_ctx: The endpoint's context size in tokens, where you know it (``--judge-opt n_ctx=N``); it wins over a
+            llama.cpp server's ``/props`` (:meth:`context_size`). A run and ``--estimate`` then name the units whose
+            prompt exceeds it. Not part of the identity (it changes no answer).
         schema: Force the JSON-schema capability on or off instead of probing (``--answer-format``).
         schema_field: How a request's JSON schema is sent: ``response_format`` (``{"type": "json_schema", ...}``:
             OpenAI structured outputs, vLLM, llama.cpp's own server), ``json_object`` (``{"type": "json_object",
@@ -129,6 +132,7 @@ class OpenAIJudge(Judge):
                          "Accept": "application/json"} | auth
         self._cache_prompt = cache_prompt
         self.n_ctx = n_ctx
+        self._props_url = props_url(sdk_url) if sdk_url is not None else None
         if schema_field not in (None, "response_format", "json_object", "format"):
             raise ConfigError(f"openai judge: schema_field must be response_format, json_object or format (Ollama), "
                               f"not {schema_field!r}")
@@ -150,6 +154,31 @@ class OpenAIJudge(Judge):
         self.supports_schema = bool(schema)
         self._schema_probed = schema is not None
         self.schema_reason = f"set by the judge option schema={str(schema).lower()}" if schema is not None else None
+
+    async def context_size(self) -> tuple[int | None, str]:
+        """The option ``n_ctx`` where given; else a llama.cpp server's own, read once from ``GET <root>/props``.
+
+        The request carries no key nor credentials (llama.cpp serves ``/props`` publicly), follows no redirect
+        and waits at most :data:`PROPS_TIMEOUT_S`; any failure (no such route on vLLM, Ollama or OpenAI, an
+        error, a timeout, an answer without ``n_ctx``) leaves the size unknown, with the reason, never an error.
+        """
+        if self.n_ctx is not None:
+            return self.n_ctx, "set by the judge option n_ctx"
+        if self._props_url is None:
+            return None, "context size unknown: the OpenAI API does not report it (set --judge-opt n_ctx=N)"
+        where = public_url(self._props_url)
+        try:
+            async with asyncio.timeout(PROPS_TIMEOUT_S):  # the whole look-up (the socket's bounds each read)
+                props = await asyncio.to_thread(_get_json, self._props_url, PROPS_TIMEOUT_S)
+        except Exception as exc:  # anything: a run never fails on this look-up
+            reason = (f"HTTP {exc.code}" if isinstance(exc, urllib.error.HTTPError)
+                      else f"no answer within {PROPS_TIMEOUT_S:g} s" if isinstance(exc, TimeoutError)
+                      else self.redacted(str(getattr(exc, "reason", None) or exc))[:200])
+            return None, f"context size unknown: GET {where} failed ({reason}); set --judge-opt n_ctx=N"
+        n_ctx = props_context(props)
+        if n_ctx is None:
+            return None, f"context size unknown: GET {where} gave no n_ctx; set --judge-opt n_ctx=N"
+        return n_ctx, f"the llama.cpp server's /props ({where}: n_ctx per slot)"
 
     @property
     def client(self) -> Any:
@@ -494,6 +523,43 @@ def server_message(body: str) -> str:
             return found.splitlines()[0][:300]
     text = body.strip()
     return text.splitlines()[0][:300] if text else "(empty body)"
+
+
+#: Seconds the context-size look-up (``GET /props``) may take, once per run.
+PROPS_TIMEOUT_S = 3.0
+
+
+def props_url(base_url: str) -> str:
+    """A llama.cpp server's ``/props`` URL: at the server's root, above the OpenAI-compatible ``/v1`` (a path
+    prefix before it, as behind a reverse proxy, is kept; the query string is dropped)."""
+    parts = urlsplit(base_url)
+    path = parts.path.rstrip("/")
+    root = path[: -len("/v1")] if path.endswith("/v1") else path
+    return urlunsplit((parts.scheme, parts.netloc, root + "/props", "", ""))
+
+
+def props_context(props: Any) -> int | None:
+    """The context size of one request in a llama.cpp server's ``/props`` answer: ``default_generation_settings.n_ctx``
+    (a slot's context, what one request gets), else a top-level ``n_ctx``; None when neither is a positive integer."""
+    if not isinstance(props, dict):
+        return None
+    settings = props.get("default_generation_settings")
+    for value in ((settings or {}).get("n_ctx") if isinstance(settings, dict) else None, props.get("n_ctx")):
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            return value
+    return None
+
+
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    def redirect_request(self, *args: Any, **kwargs: Any) -> None:  # a redirect is an answer without n_ctx
+        return None
+
+
+def _get_json(url: str, timeout: float) -> Any:
+    """``GET url`` without credentials or redirects (blocking: run in a thread), its JSON body."""
+    opener = urllib.request.build_opener(_NoRedirect)
+    with opener.open(urllib.request.Request(url, headers={"Accept": "application/json"}), timeout=timeout) as resp:
+        return json.loads(resp.read(1 << 20))
 
 
 def chat_url(base_url: str) -> str:

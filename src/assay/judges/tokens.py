@@ -28,12 +28,16 @@ class TokenCounter:
         exact: Whether the counts are the model's own (the tokenizer is the model's).
         prompt: Tokens of a request's prompt, as the backend reports them for the whole request.
         text: Tokens of a text (a completion).
+        own: Whether the count is the one the judge itself checks a prompt against (the embedded judge's tokenizer
+            and chat template): a prompt it finds over the context is one the judge refuses, so a run may fail
+            that unit without a call. A remote endpoint's count is never its own, even where ``exact``.
     """
 
     name: str
     exact: bool
     prompt: Callable[[Request], int]
     text: Callable[[str], int]
+    own: bool = False
 
 
 def approximate(reason: str) -> TokenCounter:
@@ -91,7 +95,7 @@ def judge_counter(judge: Any) -> TokenCounter:
     own, text = getattr(judge, "prompt_tokens", None), getattr(judge, "text_tokens", None)
     if callable(own) and callable(text):  # the embedded judge: counted as it reports (once per request)
         return TokenCounter(f"{judge.identity.label} (the judge's own tokenizer)", True,
-                            lambda r: len(own(r)), text)
+                            lambda r: len(own(r)), text, own=True)
     if judge.identity.backend == "openai":
         return tiktoken_counter(judge.identity.model)
     return approximate(f"no offline tokenizer known for {judge.identity.label}")

@@ -1,30 +1,23 @@
 """The bill before the run: calls and tokens per method stage, counted by running the method against a stand-in.
 
-The method's own code runs unchanged: its requests go through the one call path into a judge that counts
-each request's prompt tokens with the model's tokenizer (:mod:`assay.judges.tokens`) and answers with a structural
-stand-in (:mod:`assay.run.standin`), so later stages' requests are built by the method itself and counted. A request
-built before any stand-in answer was read (in its unit, or during preparation) is *exact*; one built after is
-*estimated*. Calls the run's cache already holds (a resumed run) are answered from it and counted as cached.
-Nothing is written: a run directory is only read.
+The method's own code runs unchanged against the counting judge (:mod:`assay.run.counting`, which a live run's
+context check shares): its requests are counted with the model's tokenizer (:mod:`assay.judges.tokens`) and answered
+with structural stand-ins, so later stages' requests are built by the method itself and counted. A request built
+before any stand-in answer was read (in its unit, or during preparation) is *exact*; one built after is *estimated*.
+Calls the run's cache already holds (a resumed run) are answered from it and counted as cached. Nothing is written:
+a run directory is only read.
 """
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from assay.answers.fence import fenced_text
 from assay.common.hashing import content_hash
 from assay.errors import ConfigError
-from assay.judges import Judge, JudgeIdentity, ManagedJudge, PriceTable, Request, Response, load_judge, parse_spec
-from assay.judges.ask import ECHO_CHARS, attributed, reask_text
-from assay.judges.base import Choice
-from assay.judges.middleware import call_key
+from assay.judges import Judge, JudgeIdentity, PriceTable, load_judge, parse_spec
+from assay.judges.ask import ECHO_CHARS, reask_text
 from assay.judges.tokens import (
     CHARS_PER_TOKEN,
     OPENAI_PER_MESSAGE,
@@ -35,49 +28,12 @@ from assay.judges.tokens import (
 )
 from assay.methods import RunContext
 from assay.run.answer_format import choose
-from assay.run.cache import CallCache
+from assay.run.counting import CountingJudge, StageEstimate, count_units, worst_by_unit
 from assay.run.executor import order_units
 from assay.run.session import RunPlan
-from assay.run.standin import answer as standin_answer
-from assay.run.standin import listed
 from assay.run.store import DB_NAME, RunStore
-from assay.types import Sample
 
-#: Yields before a stand-in answer: requests that a method sends together (``asyncio.gather``) are all
-#: recorded before any of them is answered, so none is taken for one built from a sibling's answer.
-_YIELDS = 3
-
-
-@dataclass
-class StageEstimate:
-    """One method stage's share of the bill.
-
-    Attributes:
-        stage: The stage (``score``, ``steps``, ``decompose``, ``verify``, ...).
-        calls: Calls the judge would be paid for.
-        cached_calls: Calls answered from the run's cache or repeated identically (free in a real run too).
-        prompt_tokens: Prompt tokens of the paid calls.
-        completion_tokens: Completion tokens: the stand-in answers' length (an estimate, see ``completion_basis``).
-        completion_tokens_max: The bound the requests set (``max_tokens`` x completions asked).
-        exact_calls: Paid calls whose request was built before any stand-in answer (their prompt is the real one).
-        why: Why the row is exact or estimated, in words.
-        cost_usd: The price of the row (None without a price table).
-    """
-
-    stage: str
-    calls: int = 0
-    cached_calls: int = 0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    completion_tokens_max: int = 0
-    exact_calls: int = 0
-    why: str = ""
-    cost_usd: float | None = None
-
-    @property
-    def exact(self) -> bool:
-        """Whether every paid call's prompt is the real one (completions are always estimated)."""
-        return self.exact_calls == self.calls
+__all__ = ["CountingJudge", "Estimate", "StageEstimate", "call_cost", "estimate_run"]
 
 
 @dataclass
@@ -94,10 +50,12 @@ class Estimate:
         assumptions: What the estimate assumed (capabilities not probed, stand-ins used).
         notes: The method's notes during the estimate (fallbacks it would take).
         priced: Whether a price table priced the rows.
-        n_ctx: The judge's context size where it is known (the embedded judge's ``n_ctx``, an ``openai:`` judge's
-            ``--judge-opt n_ctx=N``), else None.
+        n_ctx: The judge's context size where it is known without a call (the embedded judge's ``n_ctx``, an
+            ``openai:`` judge's ``--judge-opt n_ctx=N``, or the size a resumed run recorded, e.g. from a llama.cpp
+            server's ``/props``), else None.
         over_context: Units with a prompt that, with its ``max_tokens``, exceeds ``n_ctx`` (``sample / dimension
-            (N prompt tokens)``): a run would fail them (issue 23), so they are named before any call.
+            (N prompt tokens + M to generate > n_ctx)``), named before any call, as a live run names them before
+            judging (:func:`assay.run.counting.find_over_context`).
     """
 
     method: str
@@ -147,130 +105,6 @@ def call_cost(prices: PriceTable, model: str, prompt_tokens: int, completion_tok
     return prices.cost(model, prompt_tokens, completion_tokens, batch=batch)
 
 
-# -- the counting judge -------------------------------------------------------------------------------------------
-
-
-@dataclass
-class _Scope:
-    """One unit's (or the preparation's) state: its sample's texts, and the stage of the first stand-in answer
-    its code read (None while it has read none)."""
-
-    texts: tuple[str, ...] = ()
-    after: str | None = None
-
-
-_scope: ContextVar[_Scope | None] = ContextVar("assay_estimate_scope", default=None)
-
-
-@contextmanager
-def _scoped(texts: tuple[str, ...], after: str | None) -> Iterator[_Scope]:
-    scope = _Scope(texts, after)
-    token = _scope.set(scope)
-    try:
-        yield scope
-    finally:
-        _scope.reset(token)
-
-
-class _NoCall(Judge):
-    """The judge inside the counting judge: it is never called (the estimate answers before it)."""
-
-    paid = False
-
-    def __init__(self, identity: JudgeIdentity, logprobs: bool) -> None:
-        self.identity, self.supports_logprobs = identity, logprobs
-
-    async def generate(self, request: Request) -> Response:  # pragma: no cover - never reached
-        raise AssertionError("an estimate never calls the judge")
-
-
-class CountingJudge(ManagedJudge):
-    """The one call path with the judge replaced: counts each request, answers with a stand-in.
-
-    The run's cache (a resumed run) still answers what it holds, as real answers; a request identical to one
-    already counted is counted as cached, since a real run's cache or single flight would serve it.
-    A request is estimated when its unit's code had read a stand-in answer before building it, when it
-    continues a conversation (a re-ask), or when it lists items a stand-in wrote (units of a decomposition
-    shared across dimensions, which later dimensions read without a call).
-    """
-
-    def __init__(self, identity: JudgeIdentity, logprobs: bool, counter: TokenCounter,
-                 cache: CallCache | None, standin: Callable[[Request, str], str | None] = lambda r, s: None) -> None:
-        super().__init__(_NoCall(identity, logprobs), cache=cache)
-        self.counter = counter
-        self.standin = standin  # the method's own stand-in answers first (Method.standin)
-        self.n_ctx: int | None = None
-        self.over: list[int] = []  # prompt tokens of each call over n_ctx
-        self.rows: dict[str, StageEstimate] = {}
-        self._answered: dict[str, Response] = {}
-        self._items: dict[str, dict[str, str]] = {}  # decomposed text -> {item a stand-in listed: its stage}
-
-    async def generate(self, request: Request, *, stage: str = "score") -> Response:
-        key = call_key(self.identity, request)
-        row = self.rows.setdefault(stage, StageEstimate(stage))
-        scope = _scope.get() or _Scope()
-        hit = self._cached(key)
-        if hit is not None:
-            row.cached_calls += 1
-            return hit
-        if key in self._answered:
-            row.cached_calls += 1
-            scope.after = scope.after or stage
-            return self._answered[key]
-        after = scope.after or self._depends(request, scope.texts)
-        text = self.standin(request, stage) or standin_answer(request)
-        row.calls += 1
-        row.exact_calls += after is None
-        prompt_tokens = self.counter.prompt(request)
-        row.prompt_tokens += prompt_tokens
-        if self.n_ctx is not None and prompt_tokens + request.max_tokens > self.n_ctx:
-            self.over.append(prompt_tokens)
-        row.completion_tokens += self.counter.text(text) * request.n
-        row.completion_tokens_max += request.max_tokens * request.n
-        row.why = _why(row.why, after)
-        self._remember(request, text, stage)
-        for _ in range(_YIELDS):  # let requests sent together be counted before any of them is answered
-            await asyncio.sleep(0)
-        scope.after = scope.after or stage
-        response = Response(choices=[Choice(text=text, finish_reason="stop") for _ in range(request.n)],
-                            model=self.identity.model)
-        self._answered[key] = response
-        return response
-
-    def _remember(self, request: Request, answer: str, stage: str) -> None:
-        """Keep the items a stand-in listed for the text it decomposed (to recognise prompts that list them)."""
-        items = listed(answer)
-        source = fenced_text(request.messages[-1].content)
-        if items and source is not None:
-            self._items.setdefault(_norm(source), {}).update({item: stage for item in items})
-
-    def _depends(self, request: Request, texts: tuple[str, ...]) -> str | None:
-        """Why a request depends on a stand-in's answer without its unit having read one, or None."""
-        if any(m.role == "assistant" for m in request.messages):
-            return "a follow-up turn"
-        prompt = "\n".join(m.content for m in request.messages)
-        for text in texts:  # the judged texts themselves hold the items too: only a listed item counts
-            prompt = prompt.replace(text.strip(), "")
-        for text in texts:
-            for item, stage in self._items.get(_norm(text), {}).items():
-                if item in prompt:
-                    return stage
-        return None
-
-
-def _norm(text: str) -> str:
-    return " ".join(text.split())
-
-
-def _why(old: str, after: str | None) -> str:
-    """A row's reason, widened as its calls come in (any call built from a stand-in answer makes it estimated)."""
-    if after is None:
-        return old or "exact: built before any answer"
-    new = f"estimated: {after}" if after == "a follow-up turn" else \
-        f"estimated: built from the stand-in answer of stage {after!r}"
-    return new if not old or old.startswith("exact") else old
-
-
 # -- the judge's identity, capability and tokenizer, without a call ------------------------------------------------
 
 
@@ -305,6 +139,17 @@ async def judge_for_estimate(judge: str | Judge, options: dict[str, Any],
     finally:
         await bare.aclose()  # it never opened a connection
     return identity, logprobs, counter, assumptions
+
+
+def recorded_context(manifest: dict[str, Any] | None, identity: JudgeIdentity, assumptions: list[str]) -> int | None:
+    """The context size a run of the same judge recorded (``judge_context``), said in the assumptions; else None."""
+    if not manifest or manifest.get("judge") != identity.model_dump(mode="json"):
+        return None
+    recorded = manifest.get("judge_context") or {}
+    if not recorded.get("n_ctx"):
+        return None
+    assumptions.append(f"context size {recorded['n_ctx']} tokens as recorded by the run ({recorded.get('source')})")
+    return int(recorded["n_ctx"])
 
 
 def schema_for_estimate(judge: str | Judge, options: dict[str, Any], manifest: dict[str, Any] | None,
@@ -369,23 +214,18 @@ async def estimate_run(plan: RunPlan, judge: str | Judge, *, judge_options: dict
                                  standin=meth.standin)
         counting.n_ctx = (identity.settings.get("n_ctx") if identity.backend == "llamacpp"
                           else (judge_options or {}).get("n_ctx", getattr(judge, "n_ctx", None)))
-        over_context: list[str] = []
+        if counting.n_ctx is None:  # a resumed run's, as its detection found it (a llama.cpp server's /props)
+            counting.n_ctx = recorded_context(manifest, identity, assumptions)
         notes: list[tuple[str, str]] = []
         fmt = choose(plan.answer_format, meth,
                      *schema_for_estimate(judge, judge_options or {}, manifest, assumptions))
         notes.append(("answer-format", f"{fmt.used}: {fmt.reason}"))
         ctx = RunContext(dataset=dataset, dimensions=dims, judge=counting, note=lambda k, m: notes.append((k, m)),
                          artifacts=lambda name, text: content_hash(text), answer_format=fmt.used)
-        with _scoped((), None) as prep:
-            await meth.prepare(ctx)
         done = store.done_units() if store is not None else set()
         units = order_units(dataset.samples, dims, done, by=meth.unit_order)
-        for sample, dim in units:
-            before = len(counting.over)
-            with _scoped(_texts(sample), prep.after), attributed():
-                await meth.score(sample, dim, ctx)
-            if len(counting.over) > before:
-                over_context.append(f"{sample.id} / {dim.name} ({max(counting.over[before:])} prompt tokens)")
+        await count_units(meth, units, ctx, counting)  # the same counting as a live run's context check
+        over_context = [o.label() for o in worst_by_unit(counting.over).values()]
     finally:
         if store is not None:
             store.close()
@@ -419,11 +259,6 @@ def _reask_rows(rows: Any, rate: float, counter: TokenCounter) -> list[StageEsti
                 why=f"estimated: {rate:g} re-asks per call (stated rate), each quoting an answer of up to "
                     f"{quoted:.0f} tokens"))
     return out
-
-
-def _texts(sample: Sample) -> tuple[str, ...]:
-    """A sample's judged texts: what a stand-in decomposes, and where its units appear without being listed."""
-    return tuple(t for t in (sample.source, sample.context, sample.reference, sample.output) if t)
 
 
 def _open_readonly(run_dir: str | Path | None) -> RunStore | None:

@@ -101,7 +101,7 @@ def failed_judgment(method: Method, sample: Sample, dim: Dimension, judge: str, 
     gave up, so that it is counted (coverage, exit code) instead of vanishing, and retried on resume."""
     return Judgment(sample_id=sample.id, dimension=dim.name, method=method.name, judge=judge, score=None,
                     status="failed", error=str(exc) or type(exc).__name__,
-                    trace={"attempts": exc.attempts, "error_type": type(exc).__name__})
+                    trace={"attempts": exc.attempts, "error_type": type(exc).__name__, **(exc.trace or {})})
 
 
 async def execute(

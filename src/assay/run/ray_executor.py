@@ -49,7 +49,7 @@ from assay.judges.middleware import Ledger, call_key
 from assay.methods.base import Method, RunContext
 from assay.run.executor import Progress, Unit, default_unit_concurrency, failed_judgment
 from assay.run.late_calls import LATE_CALLS, late_call_line
-from assay.run.store import RunStore
+from assay.run.store import LOCK_NAME, RunStore
 from assay.types import Judgment, Usage
 
 #: What ``--executor ray`` says when Ray is not installed.
@@ -244,7 +244,12 @@ class DriverLife:
         pid: The driver's process id.
         started: Its start time (:func:`_start_time`), or None where /proc is missing (then ``os.kill(pid, 0)``).
         job_id: The driver's Ray job, looked up in Ray's job table by actors on other nodes.
-        run_dir: The run directory (on the driver's node) where answers that arrive too late are kept.
+        run_dir: The run directory where answers that arrive too late are kept (on the driver's node, and on a
+            shared filesystem on the others).
+        lock: The text of the run's lock file (``run.lock``: pid, host and start time of the driver holding it), read
+            by the driver when judging starts. A killed driver leaves it as it was, so an actor on another node that
+            finds the same text in ``RUN_DIR/run.lock`` has proof that the directory it sees is this run's (shared),
+            not another one at the same path; None: not known (kept on the driver's node only).
     """
 
     node_id: str
@@ -252,11 +257,22 @@ class DriverLife:
     started: str | None
     job_id: str
     run_dir: str
+    lock: str | None = None
 
     @classmethod
     def here(cls, ray: Any, run_dir: str) -> DriverLife:
         ctx = ray.get_runtime_context()
-        return cls(ctx.get_node_id(), os.getpid(), _start_time(os.getpid()), ctx.get_job_id(), run_dir)
+        return cls(ctx.get_node_id(), os.getpid(), _start_time(os.getpid()), ctx.get_job_id(), run_dir,
+                   _lock_text(run_dir))
+
+
+def _lock_text(run_dir: str) -> str | None:
+    """The run lock's text (names its holder), or None where it cannot be read or is empty."""
+    try:
+        with open(os.path.join(run_dir, LOCK_NAME), encoding="utf-8") as fh:
+            return fh.read() or None
+    except OSError:
+        return None
 
 
 class DriverWatch:
@@ -291,8 +307,16 @@ class DriverWatch:
 
     def keep_late(self, name: str, key: str, request: Request, response: Response) -> bool:
         """Append an answer that arrived after the driver died to this actor's side file; False where none can be
-        written (an actor on another node: the run directory is not there)."""
-        if not self.local or self.life is None:
+        written.
+
+        On the driver's node the run directory is the driver's own. On another node it is written only where it is
+        provably this run's (a shared filesystem): it exists and its lock file still names this driver
+        (:attr:`DriverLife.lock`); nothing is created elsewhere, so an unrelated folder at the same path, another
+        run's directory or a missing one is left alone (the answer is then paid again by the re-run).
+        """
+        if self.life is None:
+            return False
+        if not self.local and (self.life.lock is None or _lock_text(self.life.run_dir) != self.life.lock):
             return False
         folder = os.path.join(self.life.run_dir, LATE_CALLS)
         os.makedirs(folder, exist_ok=True)

@@ -22,14 +22,16 @@ from typing import Any, ParamSpec, TypeVar
 from assay._version import __version__
 from assay.common.hashing import content_hash
 from assay.datasets import Dataset, load_dataset
-from assay.errors import ConfigError, did_you_mean
+from assay.errors import AssayError, ConfigError, did_you_mean
 from assay.judges import Judge, JudgeIdentity, ManagedJudge, PriceTable, RetryPolicy, load_judge
 from assay.judges.ask import ask
 from assay.judges.base import Request, Response
 from assay.judges.batch import BATCH_CONCURRENCY, BatchJudge, BatchOptions, batch_record, check_batch_judge
 from assay.judges.batch import WAIT_S as BATCH_WAIT_S
+from assay.judges.tokens import judge_counter
 from assay.methods import Method, RunContext, make_method
 from assay.run.answer_format import AnswerFormat, check_asked, decide
+from assay.run.counting import ContextChecked, find_over_context, over_context_message
 from assay.run.executor import Progress, default_unit_concurrency, execute, order_units
 from assay.run.late_calls import take_late_calls
 from assay.run.reask import Reasking, parse_failures
@@ -190,7 +192,7 @@ class RunSession:
 
     ``async with RunSession(...) as s`` opens it (:meth:`open`: the judge loaded, the store locked) and closes it
     (:meth:`close`); in between :meth:`check`, :meth:`detect`, :meth:`prepare`, :meth:`execute` and :meth:`finish`,
-    in that order (:meth:`run` does all five).
+    in that order, with :meth:`check_context` between preparing and executing (:meth:`run` does them all).
 
     Args:
         plan: What is run.
@@ -199,15 +201,18 @@ class RunSession:
         run_dir: The run directory (a temporary one if None).
         settings: How the judge is called.
         status: Hears a line saying what the run is doing before judging starts.
+        warn: Hears a line the user must see before judging, kept on the console (units over the judge's context);
+            it also goes into the run's notes. Default: ``status``.
     """
 
     def __init__(self, plan: RunPlan, judge: str | Judge, run_dir: str | Path | None, settings: RunSettings,
-                 status: Callable[[str], None] | None = None) -> None:
+                 status: Callable[[str], None] | None = None, warn: Callable[[str], None] | None = None) -> None:
         if run_dir is not None:
             check_run_dir(run_dir)
         self.plan, self.judge_spec, self.settings = plan, judge, settings
         self.run_path = Path(run_dir) if run_dir is not None else Path(tempfile.mkdtemp(prefix="assay-run-"))
         self.status = status or (lambda message: None)
+        self.warn = warn or self.status
         self.owns_judge = isinstance(judge, str)  # a Judge object passed in stays open: its owner may use it again
         self.bare: Judge | None = None
         self.store: RunStore | None = None
@@ -216,6 +221,9 @@ class RunSession:
         self.ctx: RunContext | None = None
         self.logprobs_reason: str | None = None
         self.answer_format: AnswerFormat | None = None
+        #: The judge's context size and how it was learnt (:meth:`Judge.context_size`), asked in :meth:`detect`.
+        self.context: tuple[int | None, str] = (None, "context size unknown: not asked")
+        self._context_checked: ContextChecked | None = None
         self.resumed = False
         self.progress: Progress | None = None
         self._retry = settings.retry
@@ -267,7 +275,8 @@ class RunSession:
     async def detect(self) -> None:
         """Ask the judge once what it supports (log-probabilities), and note a method's fallback. Only a method
         that reads log-probabilities sends the probe (an always-failing judge stopped ``direct`` there); the
-        others record that none was sent."""
+        others record that none was sent. Then the answer format, and the judge's context size
+        (:meth:`Judge.context_size`: a llama.cpp server's ``/props``; never a failure)."""
         store, bare = self._opened()
         await self._detect_logprobs(store, bare)
         # the answer format, decided once (a probe only when the method would use a schema)
@@ -277,6 +286,7 @@ class RunSession:
                                           if old.get("judge") == bare.identity.model_dump(mode="json") else None)
         if self.answer_format.fallback:
             self.note("answer-format", self.answer_format.reason)
+        self.context = await bare.context_size()  # once per run; an unknown size costs the run nothing later
 
     async def _detect_logprobs(self, store: RunStore, bare: Judge) -> None:
         method = self.plan.method
@@ -328,6 +338,7 @@ class RunSession:
             "judge_logprobs": bare.supports_logprobs,
             "judge_logprobs_reason": self.logprobs_reason,
             "judge_runtime": bare.runtime(),
+            "judge_context": {"n_ctx": self.context[0], "source": self.context[1]},
             "dataset_level": plan.dataset.info.level,
             "prices": s.prices.model_dump() if s.prices is not None else None,
             "assay_version": __version__,
@@ -340,6 +351,41 @@ class RunSession:
                                   "taken into the call cache (not paid again)")
         store.put_samples(plan.dataset.samples)
 
+    async def check_context(self) -> None:
+        """Where the judge's context size is known, name the units whose prompts exceed it before judging.
+
+        A fresh instance of the method runs against the counting judge (:func:`assay.run.counting.find_over_context`:
+        the live preparation's answers from the cache, stand-ins for the rest, no call). The units found are said
+        once (:attr:`warn`, the run's notes) and traced; those counted by the judge's own tokenizer from a prompt
+        built before any stand-in answer are failed without a call (the judge would refuse them), the others are
+        sent (an approximate count must never fail a unit the judge would have accepted). Nothing at all is done
+        where the size is unknown.
+        """
+        n_ctx, source = self.context
+        if n_ctx is None:
+            return
+        store, bare = self._opened()
+        plan, ctx = self.plan, self.ctx
+        assert ctx is not None, "prepare() comes before check_context()"
+        units = order_units(plan.dataset.samples, plan.dimensions, store.done_units(), by=plan.method.unit_order)
+        if not units:
+            return
+        counter = judge_counter(bare)
+        self.status(f"checking {len(units)} unit(s) against the judge's context of {n_ctx} tokens")
+        try:
+            found = await find_over_context(plan.method, units, ctx, bare, counter, n_ctx, store.calls)
+        except AssayError as exc:  # the method refused the counting judge's stand-ins: judge as without the check
+            self.note("context", f"the context check could not run ({exc}); units over the judge's context of "
+                                 f"{n_ctx} tokens fail when the judge refuses them")
+            return
+        if not found:
+            return
+        refused = {unit for unit, o in found.items() if counter.own and o.exact}
+        self._context_checked = ContextChecked(found, counter, refused)
+        message = over_context_message(list(found.values()), source, counter, refused)
+        self.warn(message)
+        self.note("context", message)
+
     async def execute(self, on_start: Callable[[int, int], None] | None = None,
                       on_update: Callable[[Progress, ManagedJudge], None] | None = None) -> Progress:
         """Judge the units not done yet (locally or on Ray), each judgment stored as it completes; this session's
@@ -351,6 +397,8 @@ class RunSession:
         if s.retry_parse_failures and (again := parse_failures(store)):  # re-asked as a new attempt (run/reask.py)
             done, runner = done - again.keys(), Reasking(plan.method, again)
             self.note("resume", f"--retry-parse-failures: {len(again)} parse-failed unit(s) asked again (new attempt)")
+        if self._context_checked is not None:  # units over the judge's context (check_context): refused or traced
+            runner = self._context_checked.around(runner)
         units = order_units(plan.dataset.samples, plan.dimensions, done, by=plan.method.unit_order)
         if on_start:
             on_start(len(units), len(plan.dataset.samples) * len(plan.dimensions) - len(units))
@@ -405,10 +453,11 @@ class RunSession:
 
     async def run(self, on_start: Callable[[int, int], None] | None = None,
                   on_update: Callable[[Progress, ManagedJudge], None] | None = None) -> RunResult:
-        """Every step after :meth:`open`: check, detect, prepare, execute, finish."""
+        """Every step after :meth:`open`: check, detect, prepare, check the context, execute, finish."""
         self.check()
         await self.detect()
         await self.prepare()
+        await self.check_context()
         await self.execute(on_start, on_update)
         return self.finish()
 

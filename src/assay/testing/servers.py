@@ -1,9 +1,9 @@
 """A scripted OpenAI-compatible HTTP server on loopback, for testing and benchmarking the HTTP judge path.
 
-It answers ``POST /v1/chat/completions`` and ``GET /v1/models``. Each request is answered by
-the next scripted behaviour (or the default one): a normal answer, an HTTP error with optional
-Retry-After, a slow answer, a dropped connection, a malformed body, an echo of the prompt, or an
-answer that varies with how often the same prompt was asked (a nondeterministic judge, made
+It answers ``POST /v1/chat/completions``, ``GET /v1/models`` and, where given, a llama.cpp server's
+``GET /props``. Each request is answered by the next scripted behaviour (or the default one): a normal answer, an
+HTTP error with optional Retry-After, a slow answer, a dropped connection, a malformed body, an echo of the prompt, or
+an answer that varies with how often the same prompt was asked (a nondeterministic judge, made
 deterministic for tests). With ``batch_api=FakeBatchAPI(...)`` it also serves the files and batches API
 (``--batch``), answering batch lines through the same behaviours. Every request it
 receives is logged (with its body and its Authorization header), and optionally appended to a JSONL file so that another
@@ -172,6 +172,11 @@ class FakeOpenAIServer:
     schemas: str = "ignore"
     #: Every schema a request carried, as received (in order).
     received_schemas: list[dict[str, Any]] = field(default_factory=list)
+    #: What ``GET /props`` answers, as a llama.cpp server does (``{"default_generation_settings": {"n_ctx": N}}``);
+    #: None: HTTP 404, as any other server.
+    props: dict[str, Any] | None = None
+    #: Every GET: its path and Authorization header (None: none sent).
+    gets: list[tuple[str, str | None]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self._lock = threading.Lock()
@@ -189,6 +194,12 @@ class FakeOpenAIServer:
                 return
 
             def do_GET(self) -> None:
+                with server._lock:
+                    server.gets.append((self.path, self.headers.get("authorization")))
+                if self.path.split("?")[0].endswith("/props"):
+                    self._json(*((200, server.props) if server.props is not None else
+                                 (404, {"error": {"code": 404, "message": "File Not Found"}})))
+                    return
                 got = server.batch_api.get(self.path) if server.batch_api is not None else None
                 if got is None:
                     self._json(200, {"object": "list", "data": [{"id": "fake-model", "object": "model"}]})
