@@ -137,7 +137,7 @@ def test_per_document_computed_along_rows_equals_each_document_alone(measure, va
         if d % 7 == 0:
             scores[0] = np.nan  # a failed unit: left out of that document's pairs
         rows += [{"doc_id": f"d{d}", "system_id": f"s{i}", "score": s, "human": h}
-                 for i, (s, h) in enumerate(zip(scores, human))]
+                 for i, (s, h) in enumerate(zip(scores, human, strict=True))]
     frame = pd.DataFrame(rows)
     got = per_document(frame, measure, variant)
     want = {doc: correlate(g.dropna()["score"], g.dropna()["human"], measure, variant)
