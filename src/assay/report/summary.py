@@ -21,7 +21,7 @@ def _import_statistics() -> None:
 
         import assay.meta.evaluate
         import assay.meta.inputs  # noqa: F401
-    except Exception:
+    except Exception:  # an import that fails here fails again, with its message, in run_summary
         pass
 
 
