@@ -30,20 +30,3 @@ def test_a_direct_run_over_http_loads_no_sdk_no_statistics_and_no_other_method(t
         assert len(srv.requests) == 13  # the log-probability probe, then one call per unit
     assert done.stdout.strip() == "[]"
 
-
-WARM = """
-import sys, threading
-from assay.report.summary import warm_up
-assert "scipy.stats" not in sys.modules and "pandas" not in sys.modules
-warm_up(); warm_up()
-threads = [t for t in threading.enumerate() if t.name == "assay-summary-imports"]
-for t in threads:
-    t.join()
-print(len(threads), "scipy.stats" in sys.modules, "pandas" in sys.modules, "assay.meta.evaluate" in sys.modules)
-"""
-
-
-def test_the_summary_imports_start_once_in_a_thread_of_their_own():
-    done = subprocess.run([sys.executable, "-c", WARM], capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.split() == ["1", "True", "True", "True"]

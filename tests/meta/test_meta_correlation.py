@@ -18,7 +18,7 @@ from assay.meta.correlation import (
     sample_level,
     system_level,
 )
-from assay.meta.evaluate import correlation_rows
+from assay.meta.levels import correlation_rows
 from assay.meta.table import ScoreTable, make_frame, normalise_level
 from published import TESTS
 

@@ -123,7 +123,6 @@ def run(
     from assay.cli.options import flags_to_options
     from assay.judges import PriceTable, RetryPolicy
     from assay.methods import get_method
-    from assay.report.summary import warm_up
 
     general = [o for p in ctx.command.params for o in p.opts if o.startswith("--")]
     options = flags_to_options(list(ctx.args), get_method(method).Options, method, general)
@@ -151,7 +150,6 @@ def run(
             console.print(f"[bold]resuming[/] {escape(str(run_path))}: {done} units already done, {todo} to go")
         task.append(bar.add_task(method, total=todo, stats=""))
         bar.start()
-        warm_up()  # the summary's imports overlap the judging
 
     def on_warning(message: str) -> None:  # kept above the stage line (units over the judge's context)
         console.print(f"[yellow]warning:[/] {escape(message)}")

@@ -20,8 +20,8 @@ from assay.errors import ConfigError
 from assay.meta.agreement import agreement_row, ratings_matrix
 from assay.meta.bootstrap import paired_bootstrap
 from assay.meta.correlation import MEASURES, KendallVariant, Measure
-from assay.meta.evaluate import choose_level, correlation_rows
 from assay.meta.human import human_agreement
+from assay.meta.levels import choose_level, correlation_rows
 from assay.meta.significance import adjust_family, rank_sum, signed_rank
 from assay.meta.stability import density, stability
 from assay.meta.table import ScoreTable

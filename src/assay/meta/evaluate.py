@@ -6,27 +6,16 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from assay.meta.bootstrap import bootstrap_intervals
-from assay.meta.correlation import MEASURES, KendallVariant, Measure, level_correlation
-from assay.meta.coverage import coverage, error_kinds
+from assay.meta.correlation import MEASURES, KendallVariant, Measure
+from assay.meta.coverage import error_kinds
 from assay.meta.human import human_agreement
 from assay.meta.inputs import FieldMap, load_scores
+from assay.meta.levels import choose_level, correlation_rows
 from assay.meta.quality_split import quality_split
-from assay.meta.table import ScoreTable, normalise_level
+from assay.meta.table import ScoreTable
 
-__all__ = ["choose_level", "correlation_rows", "meta_evaluate"]
-
-
-def choose_level(table: ScoreTable, level: str | None) -> tuple[str, str]:
-    """The level to use and why: as asked, else the dataset's convention, else dataset-level."""
-    if level:
-        return normalise_level(level), "requested"
-    conv = table.conventional_level()
-    if conv:
-        return conv, f"the convention for {table.dataset}"
-    return "dataset", "default (dataset unknown)"
+__all__ = ["meta_evaluate"]
 
 
 def _dims(table: ScoreTable, dimensions: Sequence[str] | None) -> list[str]:
@@ -39,33 +28,6 @@ def _dims(table: ScoreTable, dimensions: Sequence[str] | None) -> list[str]:
 
         raise ConfigError(f"{table.name}: no scores for dimension(s) {missing}; it has {have}")
     return list(dimensions)
-
-
-def correlation_rows(table: ScoreTable, level: str, measures: Sequence[Measure], dimensions: Sequence[str],
-                     variant: KendallVariant = "b") -> list[dict[str, Any]]:
-    """Per dimension: coverage and each measure at ``level``; then the average row (mean over dimensions).
-
-    The average row's coverage pools all rows; its correlations are the unweighted mean of the
-    dimensions that have one (``dimensions_averaged`` says how many), as the papers' tables do.
-    """
-    rows = []
-    for dim in dimensions:
-        frame = table.dim(dim)
-        row: dict[str, Any] = {"dimension": dim, **coverage(frame)}
-        for m in measures:
-            res = level_correlation(frame, level, m, variant)
-            row[m] = res["value"]
-            row["n_units"], row["skipped"] = res["n_units"], res["skipped"]
-        rows.append(row)
-    if len(rows) > 1:
-        pooled = coverage(table.frame[table.frame["dimension"].isin(dimensions)])
-        avg: dict[str, Any] = {"dimension": "average", **pooled, "n_units": None, "skipped": None}
-        for m in measures:
-            vals = [r[m] for r in rows if not np.isnan(r[m])]
-            avg[m] = float(np.mean(vals)) if vals else float("nan")
-            avg["dimensions_averaged"] = len(vals)
-        rows.append(avg)
-    return rows
 
 
 def meta_evaluate(source: str | Path | ScoreTable, *, level: str | None = None,

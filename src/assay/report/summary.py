@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import threading
 from pathlib import Path
 from typing import Any
 
@@ -10,32 +9,6 @@ from typing import Any
 # CheckEval on SummEval), turn/dataset-level r and rho (Topical-Chat, QAGS).
 _LEVEL_MEASURES = {"sample": ("spearman", "kendall"), "system": ("pearson", "spearman"),
                    "dataset": ("pearson", "spearman")}
-
-
-_warming: list[threading.Thread] = []
-
-
-def _import_statistics() -> None:
-    try:
-        import scipy.stats  # noqa: F401  the correlations' functions, imported on first use
-
-        import assay.meta.evaluate
-        import assay.meta.inputs  # noqa: F401
-    except Exception:  # an import that fails here fails again, with its message, in run_summary
-        pass
-
-
-def warm_up() -> None:
-    """Start importing what the summary needs (pandas, scipy and :mod:`assay.meta`: about a second on a small
-    machine) in a background thread, once per process.
-
-    The CLI calls it when judging starts, so that the imports overlap the judge's latency instead of delaying the
-    table after the last answer; :func:`run_summary` waits for it. A plain thread, not a daemon: an interrupted run
-    waits for the import to end rather than tear an extension module down half-loaded.
-    """
-    if not _warming:
-        _warming.append(threading.Thread(target=_import_statistics, name="assay-summary-imports"))
-        _warming[0].start()
 
 
 def run_summary(run_dir: str | Path) -> dict[str, Any]:
@@ -48,10 +21,8 @@ def run_summary(run_dir: str | Path) -> dict[str, Any]:
     for SummEval, dataset/turn-level for the dialogue sets and QAGS); ``assay meta RUN_DIR`` adds
     intervals, the third measure and agreement.
     """
-    if _warming:
-        _warming[0].join()
-    from assay.meta.evaluate import choose_level, correlation_rows
     from assay.meta.inputs import read_run
+    from assay.meta.levels import choose_level, correlation_rows
 
     table = read_run(run_dir)
     level, reason = choose_level(table, None)
