@@ -48,7 +48,9 @@ from shen_import import DATASET, DIMENSIONS, build_answers
 
 from assay.meta.inputs import load_scores
 from assay.meta.trust import calibrate, difference, estimate_mean, pick, to_human_scale
+from assay.meta.trust.ppi import choose_interval
 from assay.meta.trust.session import judge_scales
+from assay.meta.trust.small import INTERVALS, bounds
 
 UNIEVAL = SHEN.parent / "topical_chat.unieval_predictions.json"
 TC_DIMS = ("naturalness", "coherence", "engagingness", "groundedness")
@@ -83,8 +85,13 @@ def pool(table, dim: str, scales: dict) -> tuple[np.ndarray, np.ndarray]:
     return frame["human"].to_numpy(float), yhat
 
 
-def intervals(y: np.ndarray, f: np.ndarray, lab: np.ndarray, alpha: float = 0.05) -> dict[str, np.ndarray]:
-    """Human-only and PPI++ intervals for each row of ``lab`` (B x n indices of labelled units), vectorised."""
+def intervals(y: np.ndarray, f: np.ndarray, lab: np.ndarray, alpha: float = 0.05,
+              kinds: tuple[str, ...] = ("normal",), rng: np.random.Generator | int = 0) -> dict[str, np.ndarray]:
+    """Human-only and PPI++ intervals for each row of ``lab`` (B x n indices of labelled units), vectorised.
+
+    The estimates and standard errors are ``ppi_py``'s formulas; each kind of interval around them comes from the
+    package's own small-sample layer (``assay.meta.trust.small.bounds``), as ``estimate_mean`` builds it.
+    """
     z = norm.ppf(1 - alpha / 2)
     mask = np.zeros((lab.shape[0], len(y)), bool)
     np.put_along_axis(mask, lab, True, axis=1)
@@ -98,36 +105,58 @@ def intervals(y: np.ndarray, f: np.ndarray, lab: np.ndarray, alpha: float = 0.05
     var = np.concatenate([gh, gu], axis=1).var(1, ddof=1)
     lam = np.clip(np.where(var > 0, cov / ((1 + n / big_n) * np.where(var > 0, var, 1)), 0), 0, 1)[:, None]
     p_est = (lam * fu).mean(1) + (yl - lam * fl).mean(1)
-    p_se = np.sqrt((lam * fu).std(1) ** 2 / big_n + (yl - lam * fl).std(1) ** 2 / n)
-    return {"h_lo": h_est - z * h_se, "h_hi": h_est + z * h_se, "p_lo": p_est - z * p_se, "p_hi": p_est + z * p_se,
-            "lam": lam[:, 0]}
+    se_u = (lam * fu).std(1) / math.sqrt(big_n)
+    p_se = np.sqrt(se_u**2 + (yl - lam * fl).std(1) ** 2 / n)
+    out = {"h_lo": h_est - z * h_se, "h_hi": h_est + z * h_se, "p_lo": p_est - z * p_se, "p_hi": p_est + z * p_se,
+           "lam": lam[:, 0], "h_est": h_est, "h_se": h_se, "p_est": p_est, "p_se": p_se, "se_u": se_u,
+           "h_terms": yl, "p_terms": yl - lam * fl}
+    for kind in kinds:
+        for who, terms, su in (("h", yl, np.zeros(len(yl))), ("p", yl - lam * fl, se_u)):
+            lo, hi = bounds(out[f"{who}_est"], out[f"{who}_se"], n, alpha=alpha, kind=kind, terms=terms, se_u=su,
+                            seed=rng)
+            out[f"{who}_lo_{kind}"], out[f"{who}_hi_{kind}"] = lo, hi
+    return out
 
 
 def check_against_package(y: np.ndarray, f: np.ndarray, rng: np.random.Generator) -> None:
-    """The vectorised copy must give the package's (ppi_py's) intervals: stop otherwise."""
+    """The vectorised copy must give the package's (ppi_py's) intervals, each kind: stop otherwise."""
     lab = np.stack([rng.choice(len(y), 60, replace=False) for _ in range(3)])
-    got = intervals(y, f, lab)
+    got = intervals(y, f, lab, kinds=("normal", "t"))
     for b in range(3):
         rest = np.setdiff1d(np.arange(len(y)), lab[b])
-        ref = estimate_mean(y[lab[b]], f[lab[b]], f[rest])
-        want = [ref.human_only.low, ref.human_only.high, ref.ppi.low, ref.ppi.high]
-        have = [got[k][b] for k in ("h_lo", "h_hi", "p_lo", "p_hi")]
-        if not np.allclose(want, have, rtol=1e-9, atol=1e-12):
-            raise SystemExit(f"vectorised intervals differ from assay.meta.trust.estimate_mean: {have} vs {want}")
+        for kind in INTERVALS:
+            ref = estimate_mean(y[lab[b]], f[lab[b]], f[rest], interval=kind, seed=7)
+            want = [ref.human_only.low, ref.human_only.high, ref.ppi.low, ref.ppi.high]
+            if kind == "bootstrap-t":  # the same resamples (seed 7) from the benchmark's terms and standard errors
+                have = [v[0] for who in ("h", "p") for v in bounds(
+                    got[f"{who}_est"][b:b + 1], got[f"{who}_se"][b:b + 1], 60, alpha=0.05, kind=kind,
+                    terms=got[f"{who}_terms"][b:b + 1], se_u=got["se_u"][b:b + 1] * (who == "p"), seed=7)]
+            else:
+                have = [got[f"{who}_{side}_{kind}"][b] for who in ("h", "p") for side in ("lo", "hi")]
+            if not np.allclose(want, have, rtol=1e-9, atol=1e-12):
+                raise SystemExit(f"vectorised {kind} intervals differ from assay.meta.trust.estimate_mean: "
+                                 f"{have} vs {want}")
 
 
 def simulate(y: np.ndarray, f: np.ndarray, k: int, subsets: int, rng: np.random.Generator) -> dict[str, float]:
+    """Coverage and median width ratio of each interval kind over the same ``subsets`` random label subsets."""
     lab = np.argsort(rng.random((subsets, len(y))), axis=1)[:, :k]
-    iv = intervals(y, f, lab)
+    iv = intervals(y, f, lab, kinds=INTERVALS, rng=rng)
     truth = y.mean()
     rho = float(np.corrcoef(y, f)[0, 1])
     big_n = len(y) - k
-    return {"k": k, "rho": rho,
-            "cover_h": float(np.mean((iv["h_lo"] <= truth) & (truth <= iv["h_hi"]))),
-            "cover_p": float(np.mean((iv["p_lo"] <= truth) & (truth <= iv["p_hi"]))),
-            "ratio": float(np.median((iv["p_hi"] - iv["p_lo"]) / (iv["h_hi"] - iv["h_lo"]))),
-            "theory": math.sqrt(1 - max(rho, 0) ** 2 * big_n / (k + big_n)), "theory_inf": math.sqrt(1 - rho**2),
-            "lam": float(np.median(iv["lam"]))}
+    out = {"k": k, "rho": rho, "n_pool": len(y),
+           "theory": math.sqrt(1 - max(rho, 0) ** 2 * big_n / (k + big_n)), "theory_inf": math.sqrt(1 - rho**2),
+           "lam": float(np.median(iv["lam"]))}
+    for kind in INTERVALS:
+        h_lo, h_hi, p_lo, p_hi = (iv[f"{w}_{s}_{kind}"] for w in ("h", "p") for s in ("lo", "hi"))
+        out[kind] = {"cover_h": float(np.mean((h_lo <= truth) & (truth <= h_hi))),
+                     "cover_p": float(np.mean((p_lo <= truth) & (truth <= p_hi))),
+                     "width_h": float(np.median(h_hi - h_lo)),
+                     "ratio": float(np.median((p_hi - p_lo) / (h_hi - h_lo)))}
+    auto = choose_interval("auto", k)
+    out.update({key: out[auto][key] for key in ("cover_h", "cover_p", "ratio")}, auto=auto)
+    return out
 
 
 def calibration(y: np.ndarray, f: np.ndarray, scale, kind: str, subsets: int, rng: np.random.Generator,
@@ -146,10 +175,13 @@ def calibration(y: np.ndarray, f: np.ndarray, scale, kind: str, subsets: int, rn
     return {key: float(np.mean(v)) for key, v in acc.items()}
 
 
-def system_coverage(table, dim: str, scales: dict, k: int, subsets: int, rng: np.random.Generator) -> dict:
+def system_coverage(table, dim: str, scales: dict, k: int, subsets: int, rng: np.random.Generator,
+                    kinds: tuple[str, ...] = INTERVALS) -> dict:
     """Per-system means and the differences between systems, through the package's own estimators
-    (``estimate_mean`` per system, ``difference`` per pair): coverage of the pool's system means and of
-    their differences, pooled over systems and pairs."""
+    (``estimate_mean`` per system with the human scale as ``assay meta`` passes it, ``difference`` per pair), for
+    each interval kind on the same subsets: coverage of the pool's system means and of their differences, pooled
+    over systems and pairs, among the estimates that have an interval; how many have none (all labels equal);
+    and the system means' coverage split at 10 labels."""
     frame = table.dim(dim)
     frame = frame[frame["human"].notna()]
     human = table.scales.get(dim)
@@ -158,26 +190,39 @@ def system_coverage(table, dim: str, scales: dict, k: int, subsets: int, rng: np
     y, systems = frame["human"].to_numpy(float), frame["system_id"].to_numpy()
     names = sorted(set(systems))
     truth = {s: y[systems == s].mean() for s in names}
-    hits = {"sys_h": [], "sys_p": [], "diff_h": [], "diff_p": [], "diff_excl0_h": [], "diff_excl0_p": []}
+    hits: dict[str, dict[str, list]] = {kind: {} for kind in kinds}
+
+    def add(kind: str, key: str, value: bool) -> None:
+        hits[kind].setdefault(key, []).append(value)
+
     for _ in range(subsets):
         lab = np.zeros(len(y), bool)
         lab[rng.choice(len(y), k, replace=False)] = True
-        est = {}
-        for s in names:
-            m = systems == s
-            if lab[m].sum() >= 2:
-                est[s] = estimate_mean(y[m & lab], f[m & lab], f[m & ~lab])
-                for kind, key in (("human_only", "sys_h"), ("ppi", "sys_p")):
-                    iv = getattr(est[s], kind)
-                    hits[key].append(iv.low <= truth[s] <= iv.high)
-        done = sorted(est)
-        for i, a in enumerate(done):
-            for b in done[i + 1:]:
-                d, t = difference(est[a], est[b]), truth[a] - truth[b]
-                for kind, key in (("human_only", "h"), ("ppi", "p")):
-                    hits[f"diff_{key}"].append(d[kind]["low"] <= t <= d[kind]["high"])
-                    hits[f"diff_excl0_{key}"].append(d[kind]["low"] > 0 or d[kind]["high"] < 0)
-    return {"k": k, **{key: float(np.mean(v)) for key, v in hits.items()}}
+        seed = int(rng.integers(1 << 30))
+        for kind in kinds:
+            est = {}
+            for s in names:
+                m = systems == s
+                if lab[m].sum() < 2:
+                    continue
+                est[s] = estimate_mean(y[m & lab], f[m & lab], f[m & ~lab], interval=kind,
+                                       scale=human[:2] if human else None, seed=seed)
+                few = "lt10" if lab[m].sum() < 10 else "ge10"
+                for part, key in (("human_only", "h"), ("ppi", "p")):
+                    iv = getattr(est[s], part)
+                    add(kind, f"none_{key}", iv.low is None)
+                    if iv.low is not None:
+                        add(kind, f"sys_{key}", iv.low <= truth[s] <= iv.high)
+                        add(kind, f"sys_{few}_{key}", iv.low <= truth[s] <= iv.high)
+            done = sorted(est)
+            for i, a in enumerate(done):
+                for b in done[i + 1:]:
+                    d, t = difference(est[a], est[b]), truth[a] - truth[b]
+                    for part, key in (("human_only", "h"), ("ppi", "p")):
+                        if "low" in d[part]:
+                            add(kind, f"diff_{key}", d[part]["low"] <= t <= d[part]["high"])
+                            add(kind, f"diff_excl0_{key}", d[part]["low"] > 0 or d[part]["high"] < 0)
+    return {"k": k, **{kind: {key: float(np.mean(v)) for key, v in h.items()} for kind, h in hits.items()}}
 
 
 def stratified_coverage(table, scales: dict, k: int, subsets: int, seed0: int = 0) -> dict[str, dict[str, float]]:
