@@ -48,7 +48,7 @@ from shen_import import DATASET, DIMENSIONS, build_answers
 
 from assay.meta.inputs import load_scores
 from assay.meta.trust import calibrate, difference, estimate_mean, pick, to_human_scale
-from assay.meta.trust.ppi import choose_interval
+from assay.meta.trust.ppi import AUTO_BELOW, choose_interval
 from assay.meta.trust.session import judge_scales
 from assay.meta.trust.small import INTERVALS, bounds
 
@@ -72,6 +72,25 @@ def shen_runs(work: Path) -> dict[str, Path]:
                                                       id="id", judge_name=judge), run)
         runs[judge] = run
     return runs
+
+
+def run_pools(run: Path) -> tuple[dict[tuple[str, str, str], tuple], int]:
+    """A judge's run directory read through the package's readers (``load_scores``, ``judge_scales``): per dimension,
+    the human ratings and the judge's scores on the human scale over the units the judge scored (a run still going,
+    or one that failed units, covers fewer than the dataset: the pool, and its mean, is then those units)."""
+    table = load_scores(run)
+    info = table.describe()
+    scales = judge_scales(run)
+    data = {"topical-chat": "Topical-Chat", "summeval": "SummEval"}.get(info.get("dataset") or "", info.get("dataset"))
+    out = {}
+    for dim in table.dimensions():
+        frame = table.dim(dim).dropna(subset=["score", "human"])
+        if len(frame) < 60:
+            continue
+        human = table.scales.get(dim)
+        f = to_human_scale(frame["score"].to_numpy(), scales.get(dim), human[:2] if human else None)
+        out[(str(data), f"{info.get('judge')} ({run.name})", dim)] = (frame["human"].to_numpy(float), f, human)
+    return out, int(table.frame["sample_id"].nunique())
 
 
 def pool(table, dim: str, scales: dict) -> tuple[np.ndarray, np.ndarray]:
@@ -121,7 +140,7 @@ def intervals(y: np.ndarray, f: np.ndarray, lab: np.ndarray, alpha: float = 0.05
 def check_against_package(y: np.ndarray, f: np.ndarray, rng: np.random.Generator) -> None:
     """The vectorised copy must give the package's (ppi_py's) intervals, each kind: stop otherwise."""
     lab = np.stack([rng.choice(len(y), 60, replace=False) for _ in range(3)])
-    got = intervals(y, f, lab, kinds=("normal", "t"))
+    got = intervals(y, f, lab, kinds=tuple(k for k in INTERVALS if k != "bootstrap-t"))
     for b in range(3):
         rest = np.setdiff1d(np.arange(len(y)), lab[b])
         for kind in INTERVALS:
@@ -138,24 +157,28 @@ def check_against_package(y: np.ndarray, f: np.ndarray, rng: np.random.Generator
                                  f"{have} vs {want}")
 
 
-def simulate(y: np.ndarray, f: np.ndarray, k: int, subsets: int, rng: np.random.Generator) -> dict[str, float]:
+def simulate(y: np.ndarray, f: np.ndarray, k: int, subsets: int, rng: np.random.Generator,
+             kinds: tuple[str, ...] | None = None) -> dict[str, float]:
     """Coverage and median width ratio of each interval kind over the same ``subsets`` random label subsets."""
     lab = np.argsort(rng.random((subsets, len(y))), axis=1)[:, :k]
-    iv = intervals(y, f, lab, kinds=INTERVALS, rng=rng)
+    # bootstrap-t where auto uses it (below AUTO_BELOW labels): at K = 200 it would cost more than all the rest
+    kinds = kinds or tuple(kd for kd in INTERVALS if kd != "bootstrap-t" or k < AUTO_BELOW)
+    iv = intervals(y, f, lab, kinds=kinds, rng=rng)
     truth = y.mean()
     rho = float(np.corrcoef(y, f)[0, 1])
     big_n = len(y) - k
     out = {"k": k, "rho": rho, "n_pool": len(y),
            "theory": math.sqrt(1 - max(rho, 0) ** 2 * big_n / (k + big_n)), "theory_inf": math.sqrt(1 - rho**2),
            "lam": float(np.median(iv["lam"]))}
-    for kind in INTERVALS:
+    for kind in kinds:
         h_lo, h_hi, p_lo, p_hi = (iv[f"{w}_{s}_{kind}"] for w in ("h", "p") for s in ("lo", "hi"))
         out[kind] = {"cover_h": float(np.mean((h_lo <= truth) & (truth <= h_hi))),
                      "cover_p": float(np.mean((p_lo <= truth) & (truth <= p_hi))),
                      "width_h": float(np.median(h_hi - h_lo)),
                      "ratio": float(np.median((p_hi - p_lo) / (h_hi - h_lo)))}
     auto = choose_interval("auto", k)
-    out.update({key: out[auto][key] for key in ("cover_h", "cover_p", "ratio")}, auto=auto)
+    if auto in out:
+        out.update({key: out[auto][key] for key in ("cover_h", "cover_p", "ratio")}, auto=auto)
     return out
 
 
@@ -274,6 +297,8 @@ def main() -> None:
     ap.add_argument("--stratified-picks", type=int, default=100)
     ap.add_argument("--work", type=Path, default=Path("/tmp/assay-trust-bench"))
     ap.add_argument("--markdown", action="store_true")
+    ap.add_argument("--run", type=Path, action="append", default=[],
+                    help="A judge's run directory on SummEval or Topical-Chat (repeatable): its rows join the table")
     args = ap.parse_args()
     args.work.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
@@ -291,11 +316,16 @@ def main() -> None:
         raw = tc.dim(dim)["score"].to_numpy()  # UniEval's scores are not on the human scale: mapped by their range
         pools[("Topical-Chat", "UniEval", dim)] = (*pool(tc, dim, {dim: (np.nanmin(raw), np.nanmax(raw))}),
                                                    tc.scales[dim])
+    extra_runs = {}
+    for run in args.run:
+        found, units = run_pools(run)
+        pools.update(found)
+        extra_runs[str(run)] = {"units_in_run": units, "scored": {k[2]: len(v[0]) for k, v in found.items()}}
     y0, f0, _ = next(iter(pools.values()))
     check_against_package(y0, f0, rng)
     t_load = time.perf_counter() - t0
     sims = [{"data": d, "judge": j, "dim": dim, **simulate(y, f, k, args.subsets, rng)}
-            for (d, j, dim), (y, f, _) in pools.items() for k in KS]
+            for (d, j, dim), (y, f, _) in pools.items() for k in KS if k <= len(y) - 40]
     t_sim = time.perf_counter() - t0 - t_load
     cals = [{"data": d, "judge": j, "dim": dim, "kind": kind,
              **calibration(y, f, scale, kind, args.calibration_subsets, rng)}
@@ -321,9 +351,10 @@ def main() -> None:
         scales = judge_scales(juries[name][0] if name in juries else runs[name])
         for dim in DIMENSIONS:
             y, f = pool(t, dim, scales)
-            jury_ratio[(name, dim)] = simulate(y, f, 100, args.subsets, rng)["ratio"]
+            jury_ratio[(name, dim)] = simulate(y, f, 100, args.subsets, rng, ("normal",))["normal"]["ratio"]
     elapsed = time.perf_counter() - t0
-    result = {"simulations": sims, "calibration": cals, "systems": per_system, "stratified": stratified,
+    result = {"runs": extra_runs, "simulations": sims, "calibration": cals, "systems": per_system,
+              "stratified": stratified,
               "jury_spearman": jury,
               "jury_ratio": {f"{n}|{d}": r for (n, d), r in jury_ratio.items()},
               "seconds": {"load": t_load, "simulate": t_sim, "total": elapsed}, "loadavg": os.getloadavg(),
@@ -335,24 +366,56 @@ def main() -> None:
         print(markdown(result))
 
 
+def _pct(c: dict | None, a: str = "cover_h", b: str = "cover_p") -> str:
+    return "-" if c is None else f"{100 * c[a]:.1f} / {100 * c[b]:.1f}"
+
+
+def summary(r: dict) -> list[str]:
+    """Per interval kind and K: settings where both intervals reach 94%, the lowest coverage, and the largest gap
+    between the median width ratio and its theory (what the docs' prose quotes)."""
+    lines = ["| interval | K | settings with both ≥ 94% | lowest human-only / PPI++ | largest abs(ratio − theory) |",
+             "| --- | --- | --- | --- | --- |"]
+    for kind in INTERVALS:
+        for k in KS:
+            rows = [s for s in r["simulations"] if s["k"] == k and kind in s]
+            if not rows:
+                continue
+            ok = sum(1 for s in rows if min(s[kind]["cover_h"], s[kind]["cover_p"]) >= 0.94)
+            low_h, low_p = min(s[kind]["cover_h"] for s in rows), min(s[kind]["cover_p"] for s in rows)
+            gap = max(abs(s[kind]["ratio"] - s["theory"]) for s in rows)
+            lines.append(f"| {kind} | {k} | {ok} of {len(rows)} | {100 * low_h:.1f}% / {100 * low_p:.1f}% | "
+                         f"{gap:.3f} |")
+    return lines
+
+
 def markdown(r: dict) -> str:
-    lines = ["| data | judge | dimension | K | ρ | coverage human-only | coverage PPI++ | width PPI/human (median) | "
-             "theory √(1-ρ²N/(n+N)) | √(1-ρ²) | median λ |", "| --- |" * 1 + " --- |" * 10]
+    kinds = " | ".join(f"coverage {k} (human / PPI++)" for k in INTERVALS)
+    lines = [f"| data | judge | dimension | K | ρ | {kinds} | width human-only normal → bootstrap-t | "
+             "ratio PPI/human normal | ratio bootstrap-t | theory √(1-ρ²N/(n+N)) | √(1-ρ²) | median λ |",
+             "| --- |" + " --- |" * (10 + len(INTERVALS))]
     for s in r["simulations"]:
-        lines.append(f"| {s['data']} | {s['judge']} | {s['dim']} | {s['k']} | {fmt(s['rho'], 2)} | "
-                     f"{100 * s['cover_h']:.1f}% | {100 * s['cover_p']:.1f}% | {fmt(s['ratio'])} | "
-                     f"{fmt(s['theory'])} | {fmt(s['theory_inf'])} | {fmt(s['lam'], 2)} |")
+        cells = " | ".join(_pct(s.get(k)) for k in INTERVALS)
+        boot = s.get("bootstrap-t") or {}
+        lines.append(f"| {s['data']} | {s['judge']} | {s['dim']} | {s['k']} | {fmt(s['rho'], 2)} | {cells} | "
+                     f"{fmt(s['normal']['width_h'])} → {fmt(boot.get('width_h'))} | "
+                     f"{fmt(s['normal']['ratio'])} | {fmt(boot.get('ratio'))} | {fmt(s['theory'])} | "
+                     f"{fmt(s['theory_inf'])} | {fmt(s['lam'], 2)} |")
+    lines += ["", *summary(r)]
     lines += ["", "| data | judge | dimension | map | MAE before (cross-fit) | after (cross-fit) | "
               "MAE before (unlabelled rest) | after (unlabelled rest) |", "| --- |" * 1 + " --- |" * 7]
     for c in r["calibration"]:
         lines.append(f"| {c['data']} | {c['judge']} | {c['dim']} | {c['kind']} | {fmt(c['cf_before'])} | "
                      f"{fmt(c['cf_after'])} | {fmt(c['rest_before'])} | {fmt(c['rest_after'])} |")
-    lines += ["", "| judge | dimension | K | system means: coverage human-only / PPI++ | differences: coverage "
-              "human-only / PPI++ | differences excluding 0: human-only / PPI++ |", "| --- |" * 1 + " --- |" * 5]
+    lines += ["", "| judge | dimension | K | interval | no interval (labels all equal) | system means: coverage "
+              "human-only / PPI++ | systems under 10 labels | differences: coverage | differences excluding 0 |",
+              "| --- |" * 1 + " --- |" * 8]
     for c in r["systems"]:
-        lines.append(f"| {c['judge']} | {c['dim']} | {c['k']} | {100 * c['sys_h']:.1f}% / {100 * c['sys_p']:.1f}% | "
-                     f"{100 * c['diff_h']:.1f}% / {100 * c['diff_p']:.1f}% | "
-                     f"{100 * c['diff_excl0_h']:.1f}% / {100 * c['diff_excl0_p']:.1f}% |")
+        for kind in INTERVALS:
+            x = c[kind]
+            lines.append(f"| {c['judge']} | {c['dim']} | {c['k']} | {kind} | {_pct(x, 'none_h', 'none_p')} | "
+                         f"{_pct(x, 'sys_h', 'sys_p')} | "
+                         f"{_pct(x, 'sys_lt10_h', 'sys_lt10_p') if 'sys_lt10_h' in x else '-'} | "
+                         f"{_pct(x, 'diff_h', 'diff_p')} | {_pct(x, 'diff_excl0_h', 'diff_excl0_p')} |")
     lines += ["", "| labels picked | K | dimension | coverage human-only / PPI++ | median width human-only / PPI++ |",
               "| --- | --- | --- | --- | --- |"]
     for k, per_dim in r["stratified"].items():
