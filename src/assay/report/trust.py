@@ -114,14 +114,17 @@ def plan_table(plans: dict[str, Any]) -> Table:
     """Per dimension, labels (and cost) needed for the wanted half-width, human-only vs PPI."""
     cols = ["dimension", "pilot", "σ", "ρ", "half-width", "human-only labels", "PPI++ labels", "human-only cost",
             "PPI++ cost"]
-    rows = []
+    rows, extra = [], []
     for dim, p in plans.items():
         if "error" in p:
             rows.append([dim, "-", "-", "-", "-", p["error"], "-", "-", "-"])
             continue
+        extra += [f"{dim}: planned with the {p.get('interval', 'normal')} quantile"] + [f"{dim}: {n}" for n in
+                                                                                      p.get("notes") or []]
         rows.append([dim, str(p["pilot"]), fmt(p["sigma"]), fmt(p["rho"], 2), fmt(p["width"]),
                      _needed(p["human_only"], p["pool"]), _needed(p["ppi"], p["pool"]),
                      fmt(p["human_only"]["cost"], 2), fmt(p["ppi"]["cost"], 2)])
     return {"title": "labels needed", "columns": cols, "rows": rows,
             "notes": ["PPI++ needs n with n (n + N) / (n + (1 - ρ²) N) = the human-only count (PPI++; ppi_py's power "
-                      "analysis), N the unlabelled rest of the run; σ and ρ come from the pilot labels"]}
+                      "analysis), N the unlabelled rest of the run; σ and ρ come from the pilot labels",
+                      *dict.fromkeys(extra)]}

@@ -20,7 +20,7 @@ from assay.meta.table import ScoreTable
 from assay.meta.trust.assess import Labels, simulate_labels, to_human_scale, trust
 from assay.meta.trust.calibrate import KINDS, calibrate
 from assay.meta.trust.plan import labels_needed
-from assay.meta.trust.ppi import CHOICES
+from assay.meta.trust.ppi import CHOICES, choose_interval
 from assay.types import Sample
 
 __all__ = ["CALIBRATION_FILE", "assess", "judge_scales", "load_labels", "plan", "read_calibration", "run_samples",
@@ -185,18 +185,26 @@ def assess(source: str | Path | ScoreTable, *, human: str | Path | None = None, 
 
 
 def plan(source: str | Path | ScoreTable, *, width: float, price: float | None = None, alpha: float = 0.05,
-         **how: Any) -> dict[str, Any]:
-    """Labels needed per dimension for a half-width ``width``, from pilot labels (``how``: as :func:`load_labels`)."""
+         interval: str = "normal", **how: Any) -> dict[str, Any]:
+    """Labels needed per dimension for a half-width ``width``, from pilot labels (``how``: as :func:`load_labels`).
+
+    ``interval``: the kind the labels will be read with (``auto`` resolves at the planned human-only n;
+    :func:`~assay.meta.trust.plan.labels_needed` says how each is planned).
+    """
+    if interval not in CHOICES:
+        raise ConfigError(f"--interval {interval!r}: choose one of {', '.join(CHOICES)}")
     table, lab, scales, dims = load_labels(source, **how)
     out: dict[str, Any] = {}
     for dim in dims:
         frame, _, x, use, y = _labelled(table, lab, scales, dim)
         try:
-            out[dim] = labels_needed(y, x[use], width=width,
-                                     pool=len(frame), alpha=alpha, price=price)
+            first = labels_needed(y, x[use], width=width, pool=len(frame), alpha=alpha, price=price)
+            kind = choose_interval(interval, first["human_only"]["labels"])
+            out[dim] = labels_needed(y, x[use], width=width, pool=len(frame), alpha=alpha, price=price,
+                                     interval=kind)
         except ValueError as exc:
             out[dim] = {"error": str(exc)}
-    return {"labels": lab.source, "plans": out}
+    return {"labels": lab.source, "interval": interval, "plans": out}
 
 
 def _labelled(table: Any, labels: Any, scales: dict[str, Any], dim: str) -> tuple[Any, Any, Any, Any, Any]:
