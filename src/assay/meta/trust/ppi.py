@@ -183,9 +183,12 @@ def estimate_mean(y: np.ndarray, yhat: np.ndarray, yhat_unl: np.ndarray, *, alph
     se_u = float(np.std(m_unl * lam * yhat_unl) / np.sqrt(len(yhat_unl)))
     ppi = _widen(float(np.ravel(est)[0]), float(np.ravel(lo)[0]), float(np.ravel(hi)[0]), alpha, kind,
                  m * (y - lam * yhat), se_u, scale, seed)
-    if human.low is None:
+    if np.ptp(y) == 0:
         notes.append(f"all {len(y)} labels are {y[0]:g}: no interval (labels without spread cannot say how far "
                      "the mean may lie from them); label more units")
+    elif human.low is None or ppi.low is None:
+        notes.append(f"the {kind} interval is open on one side ({len(y)} labels with too few distinct values) and "
+                     "no rating scale closes it: no interval; give the scale or label more units")
     if lam == 0.0:
         notes.append("power tuning chose lambda = 0: the judge's scores do not help here, PPI is the labels alone")
     everyone = np.concatenate([yhat, yhat_unl]) if judge_all is None else np.asarray(judge_all, float)
@@ -211,6 +214,8 @@ def _widen(est: float, lo: float, hi: float, alpha: float, kind: str, terms: np.
     low, high = float(a[0]), float(b[0])
     if scale is not None:
         low, high = max(low, float(scale[0])), min(high, float(scale[1]))
+    if not (np.isfinite(low) and np.isfinite(high)):
+        return Interval(est)  # an open bootstrap tail and no scale to close it: no finite interval to give
     return Interval(est, low, high)
 
 
