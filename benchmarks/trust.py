@@ -2,31 +2,37 @@
 
 Real judges' scores: the five judges of Shen et al. 2023 on SummEval's 1,200 abstractive summaries (their
 raw answers, imported with ``assay import`` as ``benchmarks/shen_import.py`` does; no licence is stated,
-so they are read from the shared data directory and never copied into the repository) and UniEval's
-published predictions on Topical-Chat's 360 responses. For each judge, dimension and K in (50, 100, 200):
+so they are read from the shared data directory and never copied into the repository), UniEval's
+published predictions on Topical-Chat's 360 responses, and any judge's run directory given with ``--run`` (the
+embedded judge's on Topical-Chat: the units it scored). For each judge, dimension and K in (50, 100, 200):
 1,000 random label subsets of the pool; for each, the 95% human-only and PPI++ intervals of the pool's mean
-human rating. Reported: empirical coverage of the pool mean (the truth here), the median width ratio
-PPI++ / human-only and its theoretical value sqrt(1 - rho^2 N / (n + N)) for the judge's correlation rho
-with the human ratings over the pool (PPI++'s variance at the tuned lambda; sqrt(1 - rho^2) as N grows).
+human rating in every interval kind of ``--interval`` (normal, t, hall; bootstrap-t below 200 labels, where
+``auto`` uses it), all on the same subsets. Reported: empirical coverage of the pool mean (the truth here), the
+median width ratio PPI++ / human-only and its theoretical value sqrt(1 - rho^2 N / (n + N)) for the judge's
+correlation rho with the human ratings over the pool (PPI++'s variance at the tuned lambda; sqrt(1 - rho^2) as N
+grows).
 
-The 1,000 subsets are computed with a vectorised copy of the estimators (the formulas of
-``ppi_py.classical_mean_ci`` and ``ppi_py.ppi_mean_ci`` with PPI++'s lambda); the script first checks that
-copy against ``assay.meta.trust.estimate_mean`` (which calls ``ppi_py``) on a few subsets and stops if they
-differ.
+The 1,000 subsets' estimates and standard errors are computed with a vectorised copy of the estimators (the
+formulas of ``ppi_py.classical_mean_ci`` and ``ppi_py.ppi_mean_ci`` with PPI++'s lambda), their intervals by the
+package's own ``assay.meta.trust.small.bounds``; the script first checks every kind against
+``assay.meta.trust.estimate_mean`` (which calls ``ppi_py``; bootstrap-t with the same seed) on a few subsets and
+stops if they differ.
 
 Stratified picks (GPT-4 on SummEval, K = 100 and 200, 100 picks by ``pick(strategy="stratified")``, estimated with
 weights 1/p as ``--human`` reads a sheet back): coverage and median width of the dimension means.
 
 Per system (GPT-4 on SummEval, K = 100 and 200, 200 subsets): coverage of each system's mean and of the
-differences between systems, through the package's ``estimate_mean`` and ``difference``.
+differences between systems, through the package's ``estimate_mean`` and ``difference``, per interval kind; how
+many systems get no interval (labels all equal).
 
 Also: calibration (isotonic and linear, K = 100, 200 subsets): held-out MAE before and after, cross-fitted on
 the labels (what ``--calibrate`` reports) and on the unlabelled rest (the truth); the juries of the five Shen
 judges (``assay jury``: equal weights, and weights learned on 100 labels with cross-fitting) against their best
-single judge: sample-level Spearman and the PPI++/human-only width ratio at K = 100. The embedded judge is not
-run here: a SmolLM2 run over 1,200 summaries is not cheap on two shared cores.
+single judge: sample-level Spearman and the PPI++/human-only width ratio (normal interval) at K = 100. The embedded
+judge enters through ``--run`` (a SmolLM2 run over SummEval's 1,200 summaries is not cheap on two shared cores;
+Topical-Chat's 360 responses are).
 
-Usage: python benchmarks/trust.py [--subsets 1000] [--work DIR] [--markdown]
+Usage: python benchmarks/trust.py [--subsets 1000] [--work DIR] [--run DIR ...] [--markdown]
 """
 
 from __future__ import annotations
