@@ -51,9 +51,9 @@ def trust_table(result: dict[str, Any]) -> Table:
             notes.append(f"{dim}: {row['warning']}")
     notes.append("judge-only is the judge's mean on the human scale: its bias is unknown, so it has no valid "
                  "interval; PPI++ corrects it with the labels (λ = 0: the labels alone)")
-    notes.append(f"--interval {result.get('interval', 'normal')}: normal is ppi_py's; t and bootstrap-t are the "
-                 "small-sample intervals (bootstrap-t asymmetric on skewed ratings); auto takes bootstrap-t below "
-                 "200 labels (docs/trust.md)")
+    notes.append(f"--interval {result.get('interval', 'normal')}: normal is ppi_py's; t, bootstrap-t and hall are "
+                 "small-sample intervals (bootstrap-t and hall asymmetric on skewed ratings); auto takes bootstrap-t "
+                 "below 200 labels (docs/trust.md)")
     return {"title": "mean human rating: labels only, prediction-powered, judge only", "columns": cols,
             "rows": rows, "notes": list(dict.fromkeys(notes))}
 
