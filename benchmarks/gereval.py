@@ -27,13 +27,13 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
+from assay.methods.gereval.transfer import load_runs, transfer_tables
 
 import assay
 from assay import meta
 from assay.judges import ManagedJudge, load_judge
 from assay.methods.gereval.generate import GenerationSettings, generate_rubric
 from assay.methods.gereval.rubric import load_rubric, save_rubric
-from assay.methods.gereval.transfer import load_runs, transfer_tables
 from assay.run.store import RunStore
 
 

@@ -551,6 +551,7 @@ def test_trust_tab_shows_three_intervals_and_a_forest_plot_per_dimension(tmp_pat
     chosen = simulate_labels(load_scores(run), 30, seed=2)
     mean = sum(chosen.ratings["coherence"].values()) / 30
     assert f"{mean:.3f} [" in rows[0] and "30 / 72" in rows[0]  # human-only: the 12 labels' mean with its interval
+    assert "bootstrap-t" in rows[0]  # the interval kind auto chose for 30 labels, named
     forest = pg.locator(".forest").first
     svg_texts = "(nodes) => nodes.map((n) => n.textContent)"  # SVG text has no innerText
     ticks = forest.locator(".ytick text").evaluate_all(svg_texts)

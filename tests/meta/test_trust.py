@@ -38,7 +38,8 @@ def _pair(n: int, big_n: int, rho: float, seed: int):
 
 def test_ppi_mean_is_ppi_pys_own_with_its_power_tuning():
     y, yhat, unl, _ = _pair(80, 2000, 0.7, 1)
-    res = estimate_mean(y, yhat, unl, alpha=0.05)
+    res = estimate_mean(y, yhat, unl, alpha=0.05, interval="normal")
+    assert res.interval == "normal" and res.to_dict()["interval"] == "normal"
     lo, hi = ppi_py.ppi_mean_ci(y, yhat, unl, alpha=0.05)  # lam=None: ppi_py tunes lambda itself
     assert res.ppi.low == pytest.approx(float(np.ravel(lo)[0]), rel=1e-12)
     assert res.ppi.high == pytest.approx(float(np.ravel(hi)[0]), rel=1e-12)
@@ -105,8 +106,8 @@ def test_coverage_of_both_intervals_on_a_finite_pool():
 
 
 def test_difference_adds_half_widths_in_quadrature():
-    a = estimate_mean(*_pair(50, 400, 0.6, 1)[:3])
-    b = estimate_mean(*_pair(50, 400, 0.6, 2)[:3])
+    a = estimate_mean(*_pair(50, 400, 0.6, 1)[:3], interval="normal")
+    b = estimate_mean(*_pair(50, 400, 0.6, 2)[:3], interval="normal")
     d = difference(a, b)
     hw = math.hypot(a.ppi.half_width, b.ppi.half_width)
     assert d["ppi"]["estimate"] == pytest.approx(a.ppi.estimate - b.ppi.estimate)
@@ -177,7 +178,7 @@ def test_weighted_labels_use_inverse_probabilities_and_the_whole_pool():
     ids = list(frame["sample_id"][:20])
     labels = Labels({"coherence": dict(zip(ids, frame["human"][:20], strict=True))},
                     inclusion={i: 0.5 if k % 2 else 0.25 for k, i in enumerate(ids)})
-    rep = trust(table, labels, judge_scales={"coherence": (0.0, 1.0)}, systems=False)
+    rep = trust(table, labels, judge_scales={"coherence": (0.0, 1.0)}, systems=False, interval="normal")
     p = np.array([0.5 if k % 2 else 0.25 for k in range(20)])
     y = frame["human"].to_numpy()[:20]
     yhat = 1 + 4 * frame["score"].to_numpy()

@@ -129,6 +129,30 @@ def test_rating_field_for_one_dimension(runs, tmp_path, cli):
                                                                                              for i in range(10)]))
 
 
+def test_interval_is_chosen_on_the_cli_named_in_the_json_and_shown(runs, tmp_path, cli):
+    got = {}
+    for kind in ("auto", "normal", "t", "bootstrap-t", "hall"):
+        out = tmp_path / f"{kind}.json"
+        code, stdout, _ = cli("meta", str(runs[0]), "--labels", "40", "--interval", kind, "--json", str(out))
+        assert code == 0, stdout
+        data = json.loads(out.read_text())
+        used = "bootstrap-t" if kind == "auto" else kind  # 40 labels: auto is bootstrap-t
+        assert data["interval"] == kind
+        for row in data["trust"].values():
+            assert row["interval"] == used
+            for cell in row["systems"].values():
+                assert "error" in cell or cell["interval"] == used
+            for diff in row["differences"]:
+                assert diff["interval"] == used
+        assert used in stdout and f"--interval {kind}" in stdout
+        got[kind] = data["trust"]["coherence"]["human_only"]
+    assert got["auto"] == got["bootstrap-t"]
+    assert got["normal"]["estimate"] == got["t"]["estimate"] == got["hall"]["estimate"]
+    assert got["t"]["high"] - got["t"]["low"] > got["normal"]["high"] - got["normal"]["low"]
+    code, _, err = cli("meta", str(runs[0]), "--labels", "40", "--interval", "wald")
+    assert code != 0 and "--interval 'wald'" in err
+
+
 def test_labels_plan_json(runs, tmp_path, cli):
     out = tmp_path / "p.json"
     code, stdout, _ = cli("labels", "plan", str(runs[0]), "--labels", "30", "--width", "0.2", "--price", "1.5",
@@ -138,6 +162,12 @@ def test_labels_plan_json(runs, tmp_path, cli):
     for plan in plans.values():
         assert plan["ppi"]["labels"] <= plan["human_only"]["labels"] <= 72
         assert plan["human_only"]["cost"] == 1.5 * plan["human_only"]["labels"]
+        assert plan["interval"] == "t" and "no closed-form width" in plan["notes"][0]  # auto, below 200: bootstrap-t
+    code, stdout, _ = cli("labels", "plan", str(runs[0]), "--labels", "30", "--width", "0.2", "--interval", "normal",
+                          "--json", str(out))
+    assert code == 0 and "planned with the normal quantile" in stdout
+    normal = json.loads(out.read_text())["plans"]
+    assert all(normal[d]["human_only"]["labels"] <= plans[d]["human_only"]["labels"] for d in plans)
 
 
 def test_jury_run_is_a_run_with_members_failures_explicit(runs, tmp_path, cli):

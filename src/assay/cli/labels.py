@@ -13,6 +13,7 @@ from assay.cli.meta import (
     DimOpt,
     HumanOpt,
     IdOpt,
+    IntervalOpt,
     JsonOpt,
     LabelsOpt,
     MatchOpt,
@@ -36,6 +37,7 @@ def plan_cmd(
     seed: Annotated[int, typer.Option(help="--labels: the simulated draw")] = 0,
     price: Annotated[float | None, typer.Option(help="Cost of one label, to price each plan")] = None,
     alpha: AlphaOpt = 0.05,
+    interval: IntervalOpt = "auto",
     dimension: DimOpt = None,
     id_field: IdOpt = None,
     match: MatchOpt = None,
@@ -50,7 +52,7 @@ def plan_cmd(
 
     if rating and len(dimension or []) != 1:
         raise ConfigError("--rating names the field of one dimension: give exactly one --dimension")
-    res = plan(run, width=width, price=price, alpha=alpha, human=human, labels=labels, seed=seed,
+    res = plan(run, width=width, price=price, alpha=alpha, interval=interval, human=human, labels=labels, seed=seed,
                dimensions=None if rating else dimension, id_field=id_field, match=match,
                dimension=dimension[0] if rating and dimension else None, rating=rating, dataset=dataset)
     table = plan_table(res["plans"])

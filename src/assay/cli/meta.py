@@ -34,6 +34,9 @@ LabelsOpt = Annotated[int | None, typer.Option("--labels", help=(
     "Simulate K labels on a benchmark: K samples drawn at random (--seed) keep their human ratings, the rest "
     "are treated as unlabelled"))]
 AlphaOpt = Annotated[float, typer.Option("--alpha", help="Error level of the trust intervals (0.05: 95%)")]
+IntervalOpt = Annotated[str, typer.Option("--interval", help=(
+    "--human/--labels: auto (bootstrap-t below 200 labels, normal from 200), normal (ppi_py's), t (Student, "
+    "n-1 df) or bootstrap-t (studentized bootstrap, seeded by --seed); the JSON names the one used"))]
 IdOpt = Annotated[str | None, typer.Option("--id", help="--human: the field holding assay's sample ids")]
 MatchOpt = Annotated[str | None, typer.Option("--match", help=(
     "--human: fields naming the sample, FIELD or FILE_FIELD=SAMPLE_FIELD, comma-separated (as assay import)"))]
@@ -131,6 +134,7 @@ def meta(
     human: HumanOpt = None,
     labels: LabelsOpt = None,
     alpha: AlphaOpt = 0.05,
+    interval: IntervalOpt = "auto",
     id_field: IdOpt = None,
     match: MatchOpt = None,
     rating: RatingOpt = None,
@@ -155,12 +159,12 @@ def meta(
     fmap = parse_mapping(mapping) if mapping else None
     trusting = human is not None or labels is not None
     if trusting:
-        _check_trust(sources, human, labels, rating, dimension, calibrate)
+        _check_trust(sources, human, labels, rating, dimension, calibrate, interval)
     results = []
     for src in sources:
         if trusting:
             res = _trust(src, human, labels, seed, alpha, dimension, id_field, match, rating, calibrate, dataset,
-                         systems, parse_scales(judge_scale))
+                         systems, parse_scales(judge_scale), interval)
             results.append(res)
             continue
         res = meta_evaluate(src, level=level, dimensions=dimension, measures=_measures(measure),  # type: ignore[arg-type]
@@ -202,10 +206,13 @@ def parse_scales(pairs: list[str] | None) -> dict[str, tuple[float, float]]:
 
 
 def _check_trust(sources: list[Path], human: Path | None, labels: int | None, rating: str | None,
-                 dimension: list[str] | None, calibrate: str | None) -> None:
+                 dimension: list[str] | None, calibrate: str | None, interval: str = "auto") -> None:
     """Refuse contradictory trust options before anything is read."""
     from assay.errors import ConfigError
+    from assay.meta.trust.ppi import CHOICES
 
+    if interval not in CHOICES:
+        raise ConfigError(f"--interval {interval!r}: choose one of {', '.join(CHOICES)}")
     if human is not None and labels is not None:
         raise ConfigError("--human reads real labels, --labels K simulates them: give one")
     if len(sources) != 1:
@@ -218,7 +225,8 @@ def _check_trust(sources: list[Path], human: Path | None, labels: int | None, ra
 
 def _trust(src: Path, human: Path | None, labels: int | None, seed: int, alpha: float, dimension: list[str] | None,
            id_field: str | None, match: str | None, rating: str | None, calibrate: str | None,
-           dataset: str | None, systems: bool, scales: dict[str, tuple[float, float]]) -> dict[str, Any]:
+           dataset: str | None, systems: bool, scales: dict[str, tuple[float, float]],
+           interval: str = "auto") -> dict[str, Any]:
     """Trust on one run: estimate, print the tables, keep calibrated scores beside a run directory."""
     from rich.markup import escape
 
@@ -229,7 +237,7 @@ def _trust(src: Path, human: Path | None, labels: int | None, seed: int, alpha: 
     res = assess(src, human=human, labels=labels, seed=seed, alpha=alpha,
                  dimensions=None if rating else dimension, id_field=id_field, match=match,
                  dimension=dimension[0] if rating and dimension else None, rating=rating,
-                 calibrate_kind=calibrate, dataset=dataset, systems=systems, scales=scales)
+                 calibrate_kind=calibrate, dataset=dataset, systems=systems, scales=scales, interval=interval)
     print_table(trust_table(res))
     if systems:
         print_table(systems_table(res))

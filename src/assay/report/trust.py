@@ -30,18 +30,19 @@ def trust_table(result: dict[str, Any]) -> Table:
     """Per dimension, the mean human rating three ways side by side."""
     trust, alpha = result["trust"], result["alpha"]
     simulated = result["labels"]["simulated"]
-    cols = ["dimension", "labelled", f"human-only ({_level(alpha)})", f"PPI++ ({_level(alpha)})", "λ", "ρ",
-            "judge-only (no interval)"]
+    cols = ["dimension", "labelled", f"human-only ({_level(alpha)})", f"PPI++ ({_level(alpha)})", "interval", "λ",
+            "ρ", "judge-only (no interval)"]
     if simulated:
         cols.append("all labels (truth)")
     rows, notes = [], [f"labels: {result['labels']['source']}"]
     for dim, row in trust.items():
         if "error" in row:
-            rows.append([dim, fmt(row.get("n_labelled")), row["error"], "-", "-", "-", "-"] + (["-"] if simulated
-                                                                                                else []))
+            rows.append([dim, fmt(row.get("n_labelled")), row["error"], "-", "-", "-", "-", "-"]
+                        + (["-"] if simulated else []))
             continue
         cells = [dim, f"{row['n_labelled']} / {row['n_units']}", _iv(row["human_only"]),
-                 _iv(row["ppi"]), fmt(row["lambda"], 2), fmt(row["rho"], 2), _iv(row["judge_only"])]
+                 _iv(row["ppi"]), row.get("interval", "normal"), fmt(row["lambda"], 2), fmt(row["rho"], 2),
+                 _iv(row["judge_only"])]
         if simulated:
             cells.append(fmt(row.get("all_labels")))
         rows.append(cells)
@@ -50,6 +51,9 @@ def trust_table(result: dict[str, Any]) -> Table:
             notes.append(f"{dim}: {row['warning']}")
     notes.append("judge-only is the judge's mean on the human scale: its bias is unknown, so it has no valid "
                  "interval; PPI++ corrects it with the labels (λ = 0: the labels alone)")
+    notes.append(f"--interval {result.get('interval', 'normal')}: normal is ppi_py's; t, bootstrap-t and hall are "
+                 "small-sample intervals (bootstrap-t and hall asymmetric on skewed ratings); auto takes bootstrap-t "
+                 "below 200 labels (docs/trust.md)")
     return {"title": "mean human rating: labels only, prediction-powered, judge only", "columns": cols,
             "rows": rows, "notes": list(dict.fromkeys(notes))}
 
@@ -58,19 +62,22 @@ def systems_table(result: dict[str, Any]) -> Table:
     """Per dimension and system, the three estimates; the count of system pairs whose intervals exclude 0."""
     alpha = result["alpha"]
     cols = ["dimension", "system", "labelled", f"human-only ({_level(alpha)})", f"PPI++ ({_level(alpha)})",
-            "judge-only"]
+            "interval", "judge-only"]
     rows, notes = [], []
     for dim, row in result["trust"].items():
         for system, cell in (row.get("systems") or {}).items():
             if "error" in cell:
-                rows.append([dim, system, "-", cell["error"], "-", _iv(cell.get("judge_only"))])
+                rows.append([dim, system, "-", cell["error"], "-", "-", _iv(cell.get("judge_only"))])
             else:
                 rows.append([dim, system, str(cell["n_labelled"]), _iv(cell["human_only"]), _iv(cell["ppi"]),
-                             _iv(cell["judge_only"])])
-        few = sum(1 for c in (row.get("systems") or {}).values() if c.get("warning"))
-        if few:
-            notes.append(f"{dim}: {few} system(s) with fewer than 30 labels: their intervals are approximate and can "
-                         "cover well under 95% (docs/trust.md)")
+                             cell.get("interval", "normal"), _iv(cell["judge_only"])])
+        warned = [c for c in (row.get("systems") or {}).values() if c.get("warning")]
+        if warned:
+            notes.append(f"{dim}: {len(warned)} system(s) with fewer than 30 labels: {warned[0]['warning']}")
+        flat = sum(1 for c in (row.get("systems") or {}).values() if "human_only" in c and "low" not in c["human_only"])
+        if flat:
+            notes.append(f"{dim}: {flat} system(s) whose labels are all equal have no interval (a spread of zero says "
+                         "nothing about the mean's uncertainty)")
         diffs = row.get("differences") or []
         if diffs:
             sep = {k: sum(1 for d in diffs if "low" in d[k] and (d[k]["low"] > 0 or d[k]["high"] < 0))
@@ -107,14 +114,17 @@ def plan_table(plans: dict[str, Any]) -> Table:
     """Per dimension, labels (and cost) needed for the wanted half-width, human-only vs PPI."""
     cols = ["dimension", "pilot", "σ", "ρ", "half-width", "human-only labels", "PPI++ labels", "human-only cost",
             "PPI++ cost"]
-    rows = []
+    rows, extra = [], []
     for dim, p in plans.items():
         if "error" in p:
             rows.append([dim, "-", "-", "-", "-", p["error"], "-", "-", "-"])
             continue
+        extra += [f"{dim}: planned with the {p.get('interval', 'normal')} quantile"] + [f"{dim}: {n}" for n in
+                                                                                      p.get("notes") or []]
         rows.append([dim, str(p["pilot"]), fmt(p["sigma"]), fmt(p["rho"], 2), fmt(p["width"]),
                      _needed(p["human_only"], p["pool"]), _needed(p["ppi"], p["pool"]),
                      fmt(p["human_only"]["cost"], 2), fmt(p["ppi"]["cost"], 2)])
     return {"title": "labels needed", "columns": cols, "rows": rows,
             "notes": ["PPI++ needs n with n (n + N) / (n + (1 - ρ²) N) = the human-only count (PPI++; ppi_py's power "
-                      "analysis), N the unlabelled rest of the run; σ and ρ come from the pilot labels"]}
+                      "analysis), N the unlabelled rest of the run; σ and ρ come from the pilot labels",
+                      *dict.fromkeys(extra)]}

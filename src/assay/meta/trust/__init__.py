@@ -9,6 +9,7 @@ From Python::
     assess("runs/mine", human="sheet.csv", calibrate_kind="isotonic")  # what `assay meta --human` computes
 
 Modules: :mod:`~assay.meta.trust.ppi` (the three estimates of a mean, with ``ppi_py``),
+:mod:`~assay.meta.trust.small` (the interval around an estimate: normal, Student-t, bootstrap-t, Hall),
 :mod:`~assay.meta.trust.assess` (a score table and labels -> per dimension and system),
 :mod:`~assay.meta.trust.plan` (labels needed, which samples to label), :mod:`~assay.meta.trust.calibrate`
 (cross-fitted calibration), :mod:`~assay.meta.trust.jury` (several judges combined),

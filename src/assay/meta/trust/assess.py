@@ -18,16 +18,24 @@ import numpy as np
 import pandas as pd
 
 from assay.meta.table import ScoreTable
-from assay.meta.trust.ppi import MeanEstimate, difference, estimate_mean
+from assay.meta.trust.ppi import MeanEstimate, choose_interval, difference, estimate_mean
 
-__all__ = ["Labels", "simulate_labels", "to_human_scale", "trust"]
+__all__ = ["FEW_LABELS", "Labels", "few_warning", "simulate_labels", "to_human_scale", "trust"]
 
 ScaleT = tuple[float, float]
-#: Below this many labels, a normal interval is approximate: on SummEval's skewed scales, per-system intervals from
-#: 8-17 labels covered 56-93% instead of 95% (docs/benchmarks.md); such estimates carry a warning.
+#: Below this many labels an estimate carries a warning (docs/benchmarks.md, per system): on SummEval's skewed scales
+#: normal and t intervals from 8-17 labels covered well under 95%; bootstrap-t held it, at widths that rarely
+#: separate two systems.
 FEW_LABELS = 30
-FEW_WARNING = (f"fewer than {FEW_LABELS} labels: the normal interval is approximate and can cover well under its "
-               "nominal level (docs/trust.md)")
+
+
+def few_warning(kind: str) -> str:
+    """The warning for an estimate from fewer than :data:`FEW_LABELS` labels, true to the interval kind it used."""
+    if kind == "bootstrap-t":
+        return (f"fewer than {FEW_LABELS} labels: the bootstrap-t interval widens for it and held its level per "
+                "system on SummEval, but so wide that it rarely tells systems apart; label more (docs/trust.md)")
+    return (f"fewer than {FEW_LABELS} labels: the {kind} interval is approximate and can cover well under its "
+            "nominal level; --interval bootstrap-t (auto's choice here) holds it (docs/trust.md)")
 
 
 @dataclass
@@ -102,20 +110,31 @@ def _pool(table: ScoreTable, dim: str, labels: Labels, judge: ScaleT | None, hum
     return frame
 
 
-def _estimate(frame: pd.DataFrame, alpha: float) -> MeanEstimate:
+@dataclass(frozen=True)
+class How:
+    """How every interval of one report is built: error level, interval kind, the human scale, bootstrap seed."""
+
+    alpha: float = 0.05
+    interval: str = "auto"
+    scale: ScaleT | None = None
+    seed: int = 0
+
+
+def _estimate(frame: pd.DataFrame, how: How) -> MeanEstimate:
     """The three estimates on one pool (a dimension, or one system's units of it)."""
     lab, unl = frame[frame["labelled"]], frame[~frame["labelled"]]
     judge_all = frame.loc[frame["judged"], "yhat"].to_numpy()
+    opts = {"alpha": how.alpha, "judge_all": judge_all, "interval": how.interval, "scale": how.scale,
+            "seed": how.seed}
     if "p" in frame:
         # unequal inclusion: the labelled units are reweighted by 1/p, and the imputed term takes every unit's
         # prediction (the pool's exact mean), since the unlabelled units alone are not a fair picture of the pool
         return estimate_mean(lab["y"].to_numpy(), lab["yhat"].to_numpy(), frame["yhat"].to_numpy(),
-                             weights=1 / lab["p"].to_numpy(), alpha=alpha, judge_all=judge_all)
-    return estimate_mean(lab["y"].to_numpy(), lab["yhat"].to_numpy(), unl["yhat"].to_numpy(), alpha=alpha,
-                         judge_all=judge_all)
+                             weights=1 / lab["p"].to_numpy(), **opts)
+    return estimate_mean(lab["y"].to_numpy(), lab["yhat"].to_numpy(), unl["yhat"].to_numpy(), **opts)
 
 
-def _systems(frame: pd.DataFrame, alpha: float) -> tuple[dict[str, Any], list[dict[str, Any]], dict[str, MeanEstimate]]:
+def _systems(frame: pd.DataFrame, how: How) -> tuple[dict[str, Any], list[dict[str, Any]], dict[str, MeanEstimate]]:
     """Per system the three estimates (or why there are none), and the paired differences between systems."""
     out: dict[str, Any] = {}
     fitted: dict[str, MeanEstimate] = {}
@@ -126,22 +145,23 @@ def _systems(frame: pd.DataFrame, alpha: float) -> tuple[dict[str, Any], list[di
                                          "least 2 labelled and 1 unlabelled unit",
                                 "judge_only": {"estimate": float(part.loc[part["judged"], "yhat"].mean())}}
             continue
-        fitted[str(system)] = _estimate(part, alpha)
+        fitted[str(system)] = _estimate(part, how)
         out[str(system)] = fitted[str(system)].to_dict()
         if n_lab < FEW_LABELS:
-            out[str(system)]["warning"] = FEW_WARNING
+            out[str(system)]["warning"] = few_warning(fitted[str(system)].interval)
     diffs = []
     for a, b in combinations(sorted(fitted), 2):
         docs_a = set(frame.loc[frame["system_id"] == a, "doc_id"])
         docs_b = set(frame.loc[frame["system_id"] == b, "doc_id"])
         diffs.append({"a": a, "b": b, **difference(fitted[a], fitted[b]), "same_inputs": docs_a == docs_b})
         if min(fitted[a].n_labelled, fitted[b].n_labelled) < FEW_LABELS:
-            diffs[-1]["warning"] = FEW_WARNING
+            diffs[-1]["warning"] = few_warning(fitted[a].interval)
     return out, diffs, fitted
 
 
 def trust(table: ScoreTable, labels: Labels, *, alpha: float = 0.05, dimensions: Sequence[str] | None = None,
-          judge_scales: Mapping[str, ScaleT] | None = None, systems: bool = True) -> dict[str, Any]:
+          judge_scales: Mapping[str, ScaleT] | None = None, systems: bool = True, interval: str = "auto",
+          seed: int = 0) -> dict[str, Any]:
     """Per dimension: the mean human rating over the table's samples three ways, per system, and system differences.
 
     Args:
@@ -152,12 +172,16 @@ def trust(table: ScoreTable, labels: Labels, *, alpha: float = 0.05, dimensions:
         judge_scales: ``{dimension: (low, high)}`` of the judge's scores; the human scale comes from
             ``table.scales``. A dimension missing from either is taken as scored on the human scale.
         systems: Add the per-system estimates and the differences between systems.
+        interval: ``auto``, ``normal``, ``t`` or ``bootstrap-t`` (:func:`~assay.meta.trust.ppi.choose_interval`);
+            every estimate's JSON names the kind it used (``interval``).
+        seed: The bootstrap's resampling seed.
 
     Returns:
         ``{dimension: {human_only, ppi, judge_only, n_labelled, n_unlabelled, lambda, rho, notes,
         [all_labels], systems: {system: {...}}, differences: [{a, b, human_only, ppi, judge_only}]}}``;
         a dimension that cannot be estimated holds ``{"error": why}``.
     """
+    choose_interval(interval, 0)  # an unknown kind fails here, not once per dimension
     out: dict[str, Any] = {}
     for dim in dimensions or [d for d in table.dimensions() if labels.ratings.get(d)]:
         notes: list[str] = list(labels.notes)
@@ -165,9 +189,10 @@ def trust(table: ScoreTable, labels: Labels, *, alpha: float = 0.05, dimensions:
         judge = (judge_scales or {}).get(dim)
         if judge is None or human is None:
             notes.append("the judge's scores are taken as on the human scale (one of the scales is unknown)")
+        how = How(alpha, interval, tuple(human[:2]) if human else None, seed)
         try:
             frame = _pool(table, dim, labels, judge, human[:2] if human else None, notes)
-            res = _estimate(frame, alpha)
+            res = _estimate(frame, how)
         except ValueError as exc:
             out[dim] = {"error": str(exc), "n_labelled": len(labels.ratings.get(dim, {}))}
             continue
@@ -175,11 +200,11 @@ def trust(table: ScoreTable, labels: Labels, *, alpha: float = 0.05, dimensions:
         row["n_units"] = len(frame)
         row["notes"] = notes + row["notes"]
         if res.n_labelled < FEW_LABELS:
-            row["warning"] = FEW_WARNING
+            row["warning"] = few_warning(res.interval)
         if labels.simulated:
             row["all_labels"] = float(frame["human"].mean())
         if systems:
-            row["systems"], row["differences"], _ = _systems(frame, alpha)
+            row["systems"], row["differences"], _ = _systems(frame, how)
             if labels.simulated:
                 for system, part in frame.groupby("system_id"):
                     row["systems"][str(system)]["all_labels"] = float(part["human"].mean())

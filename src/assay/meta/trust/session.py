@@ -20,6 +20,7 @@ from assay.meta.table import ScoreTable
 from assay.meta.trust.assess import Labels, simulate_labels, to_human_scale, trust
 from assay.meta.trust.calibrate import KINDS, calibrate
 from assay.meta.trust.plan import labels_needed
+from assay.meta.trust.ppi import CHOICES, choose_interval
 from assay.types import Sample
 
 __all__ = ["CALIBRATION_FILE", "assess", "judge_scales", "load_labels", "plan", "read_calibration", "run_samples",
@@ -141,14 +142,14 @@ def assess(source: str | Path | ScoreTable, *, human: str | Path | None = None, 
            seed: int = 0, alpha: float = 0.05, dimensions: Sequence[str] | None = None, id_field: str | None = None,
            match: str | None = None, dimension: str | None = None, rating: str | None = None,
            calibrate_kind: str | None = None, dataset: str | None = None, systems: bool = True,
-           scales: dict[str, tuple[float, float]] | None = None) -> dict[str, Any]:
+           scales: dict[str, tuple[float, float]] | None = None, interval: str = "auto") -> dict[str, Any]:
     """Trust on a run or scores file: ``{"labels", "alpha", "table", "trust", "calibration"}``.
 
     Args:
         source: A run directory, a scores file or a loaded table.
         human: A human labels file (:func:`assay.meta.trust.human.read_human`).
         labels: Instead, simulate K labels on a benchmark (its own ratings, all but K hidden).
-        seed: The simulation's draw, and calibration's folds.
+        seed: The simulation's draw, calibration's folds and the bootstrap-t interval's resamples.
         alpha: Error level of every interval.
         dimensions: Which dimensions (default all with labels).
         id_field / match / dimension / rating: How the labels file is read.
@@ -157,22 +158,26 @@ def assess(source: str | Path | ScoreTable, *, human: str | Path | None = None, 
         systems: Add per-system estimates and differences.
         scales: The judge's scale per dimension, ``{dimension: (low, high)}``, where the source does not say it
             (a scores file) or says it wrongly.
+        interval: ``auto``, ``normal``, ``t`` or ``bootstrap-t`` (:func:`~assay.meta.trust.ppi.choose_interval`).
 
     Raises:
-        ConfigError: Neither or both of ``human`` and ``labels``, an unknown calibration, a bad alpha.
+        ConfigError: Neither or both of ``human`` and ``labels``, an unknown calibration or interval, a bad alpha.
         InputError: A bad labels file (naming file, record and field).
     """
     if calibrate_kind and calibrate_kind not in KINDS:
         raise ConfigError(f"--calibrate {calibrate_kind!r}: choose {' or '.join(KINDS)}")
     if not 0 < alpha < 1:
         raise ConfigError(f"--alpha {alpha}: the error level lies between 0 and 1 (0.05 for 95% intervals)")
+    if interval not in CHOICES:
+        raise ConfigError(f"--interval {interval!r}: choose one of {', '.join(CHOICES)}")
     table, lab, scales, dims = load_labels(source, human=human, labels=labels, seed=seed, dimensions=dimensions,
                                            id_field=id_field, match=match, dimension=dimension, rating=rating,
                                            dataset=dataset, scales=scales)
     result = {"labels": {"source": lab.source, "simulated": lab.simulated, "weighted": lab.inclusion is not None,
                          "n": {d: len(lab.ratings.get(d, {})) for d in dims}},
-              "alpha": alpha, "table": table.describe(),
-              "trust": trust(table, lab, alpha=alpha, dimensions=dims, judge_scales=scales, systems=systems),
+              "alpha": alpha, "interval": interval, "table": table.describe(),
+              "trust": trust(table, lab, alpha=alpha, dimensions=dims, judge_scales=scales, systems=systems,
+                             interval=interval, seed=seed),
               "calibration": None}
     if calibrate_kind:
         result["calibration"] = _calibration(table, lab, scales, calibrate_kind, dims, seed)
@@ -180,18 +185,26 @@ def assess(source: str | Path | ScoreTable, *, human: str | Path | None = None, 
 
 
 def plan(source: str | Path | ScoreTable, *, width: float, price: float | None = None, alpha: float = 0.05,
-         **how: Any) -> dict[str, Any]:
-    """Labels needed per dimension for a half-width ``width``, from pilot labels (``how``: as :func:`load_labels`)."""
+         interval: str = "normal", **how: Any) -> dict[str, Any]:
+    """Labels needed per dimension for a half-width ``width``, from pilot labels (``how``: as :func:`load_labels`).
+
+    ``interval``: the kind the labels will be read with (``auto`` resolves at the planned human-only n;
+    :func:`~assay.meta.trust.plan.labels_needed` says how each is planned).
+    """
+    if interval not in CHOICES:
+        raise ConfigError(f"--interval {interval!r}: choose one of {', '.join(CHOICES)}")
     table, lab, scales, dims = load_labels(source, **how)
     out: dict[str, Any] = {}
     for dim in dims:
         frame, _, x, use, y = _labelled(table, lab, scales, dim)
         try:
-            out[dim] = labels_needed(y, x[use], width=width,
-                                     pool=len(frame), alpha=alpha, price=price)
+            first = labels_needed(y, x[use], width=width, pool=len(frame), alpha=alpha, price=price)
+            kind = choose_interval(interval, first["human_only"]["labels"])
+            out[dim] = labels_needed(y, x[use], width=width, pool=len(frame), alpha=alpha, price=price,
+                                     interval=kind)
         except ValueError as exc:
             out[dim] = {"error": str(exc)}
-    return {"labels": lab.source, "plans": out}
+    return {"labels": lab.source, "interval": interval, "plans": out}
 
 
 def _labelled(table: Any, labels: Any, scales: dict[str, Any], dim: str) -> tuple[Any, Any, Any, Any, Any]:

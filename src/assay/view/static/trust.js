@@ -40,14 +40,17 @@ AssayView.section("trust", (root, data, app) => {
     const dims = Object.keys(run.trust);
     const rows = dims.map((d) => {
       const r = run.trust[d];
-      return r.error ? [d, "–", r.error, "–", "–", "–"] :
-        [d, `${r.n_labelled} / ${r.n_units}`, cell(r.human_only), cell(r.ppi), app.fmt(r.lambda, 2), cell(r.judge_only)];
+      return r.error ? [d, "–", r.error, "–", "–", "–", "–"] :
+        [d, `${r.n_labelled} / ${r.n_units}`, cell(r.human_only), cell(r.ppi), r.interval || "normal",
+         app.fmt(r.lambda, 2), cell(r.judge_only)];
     });
-    card.appendChild(app.table(["dimension", "labelled", "human-only", "PPI++", "λ", "judge-only"], rows));
+    card.appendChild(app.table(["dimension", "labelled", "human-only", "PPI++", "interval", "λ", "judge-only"], rows));
     const few = dims.filter((d) => run.trust[d].warning || Object.values(run.trust[d].systems || {}).some((c) => c.warning));
     if (few.length) {
+      const first = run.trust[few[0]].warning ||
+        Object.values(run.trust[few[0]].systems || {}).find((c) => c.warning).warning;
       card.appendChild(app.el("p", {class: "muted warning"}, `${few.join(", ")}: some estimates rest on fewer than 30 ` +
-        "labels (per system, most often); their normal intervals are approximate and can cover well under their level."));
+        `labels (per system, most often). ${first}`));
     }
     for (const d of dims) {
       if (run.trust[d].error) continue;
