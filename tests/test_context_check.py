@@ -77,6 +77,7 @@ def test_assay_run_says_so_before_judging_and_exits_3(tmp_path):
     text = " ".join(res.output.split())
     assert "warning: 2 unit(s) have a prompt over the judge's context of 256 tokens" in text
     assert "they fail without a call" in text and "2 of 2 units failed" in text
+    assert "(2 of them refused before any call: over the judge's context; a larger --judge-opt n_ctx" in text
 
 
 def _props_server(n_ctx: int | None, **kwargs) -> FakeOpenAIServer:

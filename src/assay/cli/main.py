@@ -301,10 +301,13 @@ def _print_incomplete(result: Any, shown: int = 5) -> None:
     if result.complete:
         return
     units = result.units
+    failed = [j for j in result.judgments if j.status == "failed"]
+    refused = sum(1 for j in failed if (j.trace.get("over_context") or {}).get("refused_without_call"))
     console.print(f"[red]incomplete run:[/] {result.failed} of {units['asked']} units failed after retries"
+                  + (f" ({refused} of them refused before any call: over the judge's context; a larger "
+                     "--judge-opt n_ctx lets a re-run judge them)" if refused else "")
                   + (f", {result.undone} left undone" if result.undone else "")
                   + "; re-run the same command to retry them (scored units are not judged again).")
-    failed = [j for j in result.judgments if j.status == "failed"]
     for j in failed[:shown]:
         attempts = j.trace.get("attempts")
         console.print(f"  {escape(j.sample_id)} / {escape(j.dimension)}: {escape(str(j.error))}"
