@@ -81,3 +81,18 @@ def test_an_explicit_transaction_commits_the_turn_first_and_rolls_back_alone(tmp
             assert store.notes() == []
 
     asyncio.run(main())
+
+
+def test_a_write_inside_an_explicit_transaction_is_part_of_it(tmp_path):
+    async def main() -> None:
+        with RunStore(tmp_path) as store:
+            with pytest.raises(RuntimeError), store.writes.transaction():
+                store.add_judgment(_judgment("a"))  # no second BEGIN: it joins, and goes with the rollback
+                raise RuntimeError("cut short")
+            await asyncio.sleep(0)
+            assert _committed(tmp_path) == set()
+            store.add_judgment(_judgment("b"))
+            await asyncio.sleep(0)
+            assert _committed(tmp_path) == {"b"}
+
+    asyncio.run(main())

@@ -30,8 +30,9 @@ class TurnWriter:
         self._open = False
 
     def execute(self, sql: str, params: tuple[Any, ...] = ()) -> sqlite3.Cursor:
-        """Run one write statement in this turn's transaction (opened by the turn's first write)."""
-        if not self._open:
+        """Run one write statement in this turn's transaction (opened by the turn's first write); inside an explicit
+        transaction (:meth:`transaction`), as part of it."""
+        if not self._open and not self._db.in_transaction:
             try:
                 loop = asyncio.get_running_loop()
             except RuntimeError:
