@@ -319,8 +319,8 @@ def test_an_actor_sees_its_dead_driver_and_its_late_answer_is_taken_in_next_run(
     identity = JudgeIdentity(backend="openai", model="m")
     request, response = Request.chat("Rate it."), Response(choices=[Choice(text="4")])
     key = call_key(identity, request)
-    assert not elsewhere.keep_late("w1", key, request, response)  # no run directory on another node
-    assert watch.keep_late("w1", key, request, response)
+    assert not elsewhere.keep_late("w1", [(key, request, response)])  # no run directory on another node
+    assert watch.keep_late("w1", [(key, request, response)])
     with (tmp_path / LATE_CALLS / "w1.jsonl").open("a") as fh:
         fh.write('{"key": "cut sho')  # the actor killed mid-line
     with RunStore(tmp_path) as store:
@@ -328,6 +328,52 @@ def test_an_actor_sees_its_dead_driver_and_its_late_answer_is_taken_in_next_run(
         assert store.calls.get_call(key).choices[0].text == "4"
         assert take_late_calls(store, identity) == 0
     assert not list((tmp_path / LATE_CALLS).iterdir())
+
+
+def test_answers_the_dead_driver_never_confirmed_reach_the_side_file_once(tmp_path):
+    """The CI failure of stop 30: answers sent but never committed by a SIGKILLed driver (in Ray's stream, in its
+    uncommitted turn) were paid again. An actor keeps what the driver has not confirmed and writes it when it finds
+    the driver gone; the next run takes in only what the cache lacks."""
+    from assay.judges.base import Choice, JudgeIdentity, Request, Response
+    from assay.judges.middleware import call_key
+    from assay.run.late_calls import take_late_calls
+    from assay.run.ray_executor import DriverLife, DriverWatch, RelayCache, _emit, _Received, _sink, _start_time
+
+    identity = JudgeIdentity(backend="openai", model="m")
+    calls = [(call_key(identity, r), r, Response(choices=[Choice(text=str(i))]))
+             for i, r in enumerate(Request.chat(f"Rate {i}.") for i in range(6))]
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    relay = RelayCache(DriverWatch(DriverLife("node-a", child.pid, _start_time(child.pid), "j", str(tmp_path)),
+                                   "node-a"), "w1")
+    sent: list[tuple] = []
+    token = _sink.set(sent.append)
+    try:
+        for key, request, response in calls[:4]:
+            relay.put_call(key, identity, request, response)
+        assert [e[1] for e in sent] == [1, 2, 3, 4]  # numbered per actor
+        with RunStore(tmp_path) as store:  # the driver stored the first three; it confirmed two
+            for _, _, key, request, response in sent[:3]:
+                store.calls.put_call(key, identity, request, response)
+        relay.confirm(2)
+        assert list(relay.unconfirmed) == [3, 4]
+        child.kill()
+        child.wait()
+        key, request, response = calls[4]
+        relay.put_call(key, identity, request, response)  # an answer after the death: not sent, kept
+        assert len(sent) == 4 and not relay.unconfirmed
+        _emit(("note", "x", "y"))
+    finally:
+        _sink.reset(token)
+    with RunStore(tmp_path) as store:
+        assert take_late_calls(store, identity) == 2  # 4 (never stored) and 5 (late); 3 was in the cache already
+        assert {store.calls.get_call(k).choices[0].text for k, _, _ in calls[:5]} == {"0", "1", "2", "3", "4"}
+
+    got = _Received(actor=None)  # an actor's two groups stream side by side: numbers arrive out of order
+    for number in (1, 3, 4, 2, 6):
+        got.add(number)
+        if number == 4:
+            assert got.upto == 1  # 2 has not arrived: 3 and 4 are not confirmed yet
+    assert got.upto == 4 and got.early == {6}
 
 
 def test_an_actor_on_another_node_keeps_a_late_answer_only_in_this_runs_shared_directory(tmp_path):
@@ -350,19 +396,19 @@ def test_an_actor_on_another_node_keeps_a_late_answer_only_in_this_runs_shared_d
         return DriverWatch(DriverLife("node-a", 1, None, "01000000", str(run_dir), lock_text), "node-b")
 
     assert not watch(shared).local
-    assert watch(shared).keep_late("w2", key, request, response)  # shared and this run's: kept
+    assert watch(shared).keep_late("w2", [(key, request, response)])  # shared and this run's: kept
     with RunStore(shared) as store:
         assert take_late_calls(store, identity) == 1
         assert store.calls.get_call(key).choices[0].text == "4"
     absent = tmp_path / "not-mounted"
-    assert not watch(absent).keep_late("w2", key, request, response)
+    assert not watch(absent).keep_late("w2", [(key, request, response)])
     assert not absent.exists()  # no unrelated local folder made
     other = tmp_path / "other-run"
     other.mkdir()
     (other / "run.lock").write_text(lock.replace('"pid": ', '"pid": 9'))  # another run's driver holds it
-    assert not watch(other).keep_late("w2", key, request, response)
+    assert not watch(other).keep_late("w2", [(key, request, response)])
     assert not (other / LATE_CALLS).exists()
     (other / "run.lock").write_text("")  # a released lock proves nothing
-    assert not watch(other, None).keep_late("w2", key, request, response)
-    assert not watch(other, "").keep_late("w2", key, request, response)
+    assert not watch(other, None).keep_late("w2", [(key, request, response)])
+    assert not watch(other, "").keep_late("w2", [(key, request, response)])
     assert not (other / LATE_CALLS).exists()

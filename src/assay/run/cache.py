@@ -31,11 +31,11 @@ class CallCache:
         row = self._db.execute("SELECT response FROM calls WHERE key=?", (key,)).fetchone()
         return Response.model_validate_json(row[0]) if row else None
 
-    def put_call(self, key: str, identity: JudgeIdentity, request: Request, response: Response) -> None:
-        """Record an answer; the first one under a key stays (a second writer's is ignored)."""
-        self._writes.execute(
+    def put_call(self, key: str, identity: JudgeIdentity, request: Request, response: Response) -> bool:
+        """Record an answer; the first one under a key stays (a second writer's is ignored: False)."""
+        return self._writes.execute(
             "INSERT OR IGNORE INTO calls VALUES (?, ?, ?, ?, ?)",
-            (key, identity.label, request.model_dump_json(), response.model_dump_json(), time.time()))
+            (key, identity.label, request.model_dump_json(), response.model_dump_json(), time.time())).rowcount == 1
 
     def requests(self) -> Iterator[Request]:
         """The requests of the recorded calls, in order (the replay judge's error search, the viewer)."""

@@ -31,7 +31,8 @@ def take_late_calls(store: RunStore, identity: JudgeIdentity) -> int:
         identity: The run's judge (recorded with each call; the key already names the judge it answers).
 
     Returns:
-        How many answers were taken in.
+        How many answers were new to the cache (an actor also keeps answers its driver stored but had not yet
+        confirmed: those are skipped).
     """
     folder = Path(store.run_dir) / LATE_CALLS
     if not folder.is_dir():
@@ -46,7 +47,6 @@ def take_late_calls(store: RunStore, identity: JudgeIdentity) -> int:
                 request, response = Request.model_validate(obj["request"]), Response.model_validate(obj["response"])
             except (ValueError, KeyError, TypeError):
                 continue
-            store.calls.put_call(obj["key"], identity, request, response)
-            taken += 1
+            taken += store.calls.put_call(obj["key"], identity, request, response)
         reading.unlink()
     return taken

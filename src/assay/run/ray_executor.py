@@ -25,6 +25,11 @@ Design (docs/scale.md has the operator's view):
   is written, on the driver's node, to a side file in the run directory (:data:`LATE_CALLS`, one file per actor,
   each actor its file's only writer), which the next run's driver takes into the call cache
   (:func:`assay.run.late_calls.take_late_calls`): the store keeps its one writer.
+- So are the answers the driver had not yet confirmed when it died (sent, but still in Ray's stream or in the
+  driver's uncommitted turn): each answer an actor sends carries a number, the driver confirms to each actor, every
+  :data:`CONFIRM_EVERY_S`, the last one it has committed, and an actor keeps the answers sent since. When it finds
+  its driver gone (at its next answer, or by looking every :data:`WATCH_EVERY_S` while it keeps any) it writes
+  them to its side file: a killed driver pays again only for the calls still in flight when its actors ended.
 """
 
 from __future__ import annotations
@@ -38,7 +43,7 @@ import uuid
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable
 from contextvars import ContextVar
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from assay.errors import ConfigError, FatalJudgeError, JudgeError
@@ -61,6 +66,10 @@ MAX_REPLACEMENTS = 3
 GROUPS_PER_WORKER = 2
 #: Cache answers an actor keeps in memory (most recent first); older keys are asked of the reader again.
 LOCAL_CACHE_SIZE = 4096
+#: Seconds between two confirmations the driver sends each actor (the last answer it has committed).
+CONFIRM_EVERY_S = 0.5
+#: Seconds between two looks an actor takes at its driver's life while it keeps answers not yet confirmed.
+WATCH_EVERY_S = 0.05
 
 
 # -- settings (pure) ----------------------------------------------------------------------------------------------
@@ -305,9 +314,9 @@ class DriverWatch:
             self._dead = _job_dead(self.life.job_id)
         return self._dead
 
-    def keep_late(self, name: str, key: str, request: Request, response: Response) -> bool:
-        """Append an answer that arrived after the driver died to this actor's side file; False where none can be
-        written.
+    def keep_late(self, name: str, calls: list[tuple[str, Request, Response]]) -> bool:
+        """Append answers (key, request, response) the dead driver cannot store to this actor's side file; False
+        where none can be written.
 
         On the driver's node the run directory is the driver's own. On another node it is written only where it is
         provably this run's (a shared filesystem): it exists and its lock file still names this driver
@@ -321,7 +330,7 @@ class DriverWatch:
         folder = os.path.join(self.life.run_dir, LATE_CALLS)
         os.makedirs(folder, exist_ok=True)
         with open(os.path.join(folder, f"{name}.jsonl"), "a", encoding="utf-8") as fh:
-            fh.write(late_call_line(key, request, response))
+            fh.writelines(late_call_line(key, request, response) for key, request, response in calls)
         return True
 
 
@@ -356,13 +365,17 @@ class RelayCache:
     """A worker's call cache: answers it already has, else the reader's; new answers go to the driver.
 
     It writes nothing itself: :meth:`put_call` sends the call to the driver, which writes the run store; once the
-    driver is gone, to the actor's side file instead (:meth:`DriverWatch.keep_late`).
+    driver is gone, to the actor's side file instead (:meth:`DriverWatch.keep_late`). Each call sent is numbered and
+    kept (:attr:`unconfirmed`) until the driver confirms it committed it (:meth:`confirm`); those it never confirms
+    go to the side file when the driver is found gone (:meth:`keep_unconfirmed`).
     """
 
     def __init__(self, watch: DriverWatch | None = None, name: str = "worker") -> None:
         self.known: OrderedDict[str, Response | None] = OrderedDict()
         self.watch = watch
         self.name = name
+        self.sent = 0
+        self.unconfirmed: OrderedDict[int, tuple[str, Request, Response]] = OrderedDict()
 
     def remember(self, key: str, response: Response | None) -> None:
         self.known[key] = response
@@ -375,10 +388,29 @@ class RelayCache:
 
     def put_call(self, key: str, identity: JudgeIdentity, request: Request, response: Response) -> None:
         self.remember(key, response)
-        if self.watch is not None and self.watch.gone() and self.watch.keep_late(self.name, key, request, response):
+        if self.watch is None:  # never checked (a test's worker): nothing to keep for a dead driver
+            _emit(("call", 0, key, request, response))
             return
-        _emit(("call", key, request, response))
+        if self.keep_unconfirmed():  # nobody reads the stream any more
+            self.watch.keep_late(self.name, [(key, request, response)])
+            return
+        self.sent += 1
+        self.unconfirmed[self.sent] = (key, request, response)
+        _emit(("call", self.sent, key, request, response))
 
+    def confirm(self, upto: int) -> None:
+        """The driver has committed every call this actor sent up to number ``upto``: forget them."""
+        while self.unconfirmed and next(iter(self.unconfirmed)) <= upto:
+            self.unconfirmed.popitem(last=False)
+
+    def keep_unconfirmed(self) -> bool:
+        """Whether the driver is gone; if so, the calls it never confirmed are written to the side file first."""
+        if self.watch is None or not self.watch.gone():
+            return False
+        if self.unconfirmed:
+            self.watch.keep_late(self.name, list(self.unconfirmed.values()))
+            self.unconfirmed.clear()
+        return True
 
 class WorkerJudge(ManagedJudge):
     """The managed judge of one actor: before a call, the reader is asked once whether the run already has it."""
@@ -399,8 +431,7 @@ class WorkerJudge(ManagedJudge):
 
     async def _with_retries(self, key: str, request: Request) -> Response:
         """Start no call once the driver is gone: nobody would store its answer, and Ray ends the actor late."""
-        watch = self._relay.watch
-        if watch is not None and watch.gone():
+        if self._relay.keep_unconfirmed():
             raise FatalJudgeError("ray worker: the driver is gone; no new call is started")
         return await super()._with_retries(key, request)
 
@@ -432,6 +463,7 @@ class JudgeWorker:
                               artifacts=self._artifact, **ctx_parts)
         self._slots: asyncio.Semaphore | None = None
         self._reported = (0, 0)
+        self._watching: asyncio.Task[None] | None = None
 
     @staticmethod
     def _artifact(name: str, text: str) -> str:
@@ -444,16 +476,32 @@ class JudgeWorker:
         """The actor's process id, once its judge is built (the driver waits for it before handing out work)."""
         return os.getpid()
 
+    def confirm(self, upto: int) -> None:
+        """The driver committed this actor's calls up to number ``upto`` (:meth:`RelayCache.confirm`)."""
+        self.judge._relay.confirm(upto)
+
+    async def _watch_driver(self) -> None:
+        """Look at the driver's life while answers it has not confirmed are kept, so that they reach the side file
+        even when no call of this actor ends after the driver died (an idle actor, answers still in Ray's stream)."""
+        relay = self.judge._relay
+        while True:
+            await asyncio.sleep(WATCH_EVERY_S)
+            if relay.unconfirmed and relay.keep_unconfirmed():
+                return
+
     async def run_group(self, units: list[Unit]) -> AsyncIterator[tuple[Any, ...]]:
         """Judge a group's units (concurrently, bounded), yielding events as they happen, each unit's judgment last.
 
-        Events: ``("call", key, request, response)``, ``("usage", stage, usage)``, ``("note", kind, message)``,
-        ``("artifact", name, text)``, ``("judgment", judgment)``, ``("fatal", message)``, ``("error", exception)``
-        (anything else a unit raised), and at the end
-        ``("counts", retries, failures)`` (this actor's new retries and failures since the last report).
+        Events: ``("call", number, key, request, response)`` (numbered per actor, for the driver's confirmations),
+        ``("usage", stage, usage)``, ``("note", kind, message)``, ``("artifact", name, text)``,
+        ``("judgment", judgment)``, ``("fatal", message)``, ``("error", exception)`` (anything else a unit raised),
+        and at the end ``("counts", retries, failures)`` (this actor's new retries and failures since the last
+        report).
         """
         if self._slots is None:
             self._slots = asyncio.Semaphore(default_unit_concurrency(self.judge))
+        if self._watching is None and self.judge._relay.watch is not None:
+            self._watching = asyncio.ensure_future(self._watch_driver())
         events: asyncio.Queue[tuple[Any, ...]] = asyncio.Queue()
         token = _sink.set(events.put_nowait)
         try:
@@ -469,8 +517,11 @@ class JudgeWorker:
                 if event[0] in ("fatal", "error"):
                     return
         finally:
-            for task in tasks:
-                task.cancel()
+            # a stream closed because its driver died: the calls in flight may still end, their answers kept in
+            # the side file (paid once); otherwise (a fatal answer, the run stopped) the group's tasks end here
+            if not self.judge._relay.keep_unconfirmed():
+                for task in tasks:
+                    task.cancel()
         retries, failures = self.judge.ledger.retries, self.judge.ledger.failures
         yield ("counts", retries - self._reported[0], failures - self._reported[1])
         self._reported = (retries, failures)
@@ -515,6 +566,23 @@ class _Worker:
     ready: bool = False
 
 
+@dataclass
+class _Received:
+    """The calls one actor sent that the driver received: all up to :attr:`upto`, and those beyond that came early
+    (an actor's two groups stream side by side, so its numbers can arrive out of order)."""
+
+    actor: Any
+    upto: int = 0
+    confirmed: int = 0
+    early: set[int] = field(default_factory=set)
+
+    def add(self, number: int) -> None:
+        self.early.add(number)
+        while self.upto + 1 in self.early:
+            self.upto += 1
+            self.early.remove(self.upto)
+
+
 class RayRun:
     """The driver of one run on Ray: starts the actors, hands out unit groups, writes what comes back."""
 
@@ -529,6 +597,8 @@ class RayRun:
         self.left = 0
         self.active = 0
         self.finished = asyncio.Event()
+        #: What each actor (by handle id) sent and what it was told was committed.
+        self.received: dict[int, _Received] = {}
 
     async def run(self, units: list[Unit]) -> tuple[list[Judgment], Progress]:
         self.progress.total = self.left = len(units)
@@ -540,6 +610,7 @@ class RayRun:
         # round-robin: with few (large) groups, each worker gets one before any gets a second
         loops = [asyncio.ensure_future(self._feed(w)) for _ in range(GROUPS_PER_WORKER) for w in workers]
         done_waiter = asyncio.ensure_future(self.finished.wait())
+        confirming = asyncio.ensure_future(self._confirm())
         try:
             pending = {done_waiter, *loops}
             while not self.finished.is_set():
@@ -550,9 +621,9 @@ class RayRun:
                     raise JudgeError(f"every ray worker died ({MAX_REPLACEMENTS} replacements each); "
                                      f"{self.left} unit(s) left undone: re-run the same command to resume")
         finally:
-            for task in [*loops, done_waiter]:
+            for task in [*loops, done_waiter, confirming]:
                 task.cancel()
-            await asyncio.gather(*loops, done_waiter, return_exceptions=True)
+            await asyncio.gather(*loops, done_waiter, confirming, return_exceptions=True)
             for w in workers:
                 with contextlib.suppress(Exception):
                     self.ray.kill(w.actor)
@@ -587,14 +658,29 @@ class RayRun:
 
     async def _judge_group(self, actor: Any, group: list[Unit]) -> None:
         async for ref in actor.run_group.options(num_returns="streaming").remote(group):
-            self._handle(await ref)
+            self._handle(await ref, actor)
 
-    def _handle(self, event: tuple[Any, ...]) -> None:
+    async def _confirm(self) -> None:
+        """Every :data:`CONFIRM_EVERY_S`, commit the calls received and confirm them to the actors that sent them."""
+        while True:
+            await asyncio.sleep(CONFIRM_EVERY_S)
+            self.store.writes.commit()
+            sent = []
+            for got in self.received.values():
+                if got.upto > got.confirmed:
+                    sent.append(got.actor.confirm.remote(got.upto))
+                    got.confirmed = got.upto
+            # a dead actor's confirmation fails: nothing to confirm to it any more (its feeder replaces it)
+            await asyncio.gather(*sent, return_exceptions=True)
+
+    def _handle(self, event: tuple[Any, ...], actor: Any = None) -> None:
         """Write one event into the run: the driver is the only writer of the store."""
         kind = event[0]
         if kind == "call":
-            _, key, request, response = event
+            _, number, key, request, response = event
             self.store.calls.put_call(key, self.ctx.judge.identity, request, response)
+            if number and actor is not None:
+                self.received.setdefault(id(actor), _Received(actor)).add(number)
         elif kind == "usage":
             self.ctx.judge.ledger.record(event[1], event[2])
         elif kind == "counts":
