@@ -85,3 +85,120 @@ def test_correlation_table_shows_coverage_and_the_unscored_units(run: tuple[Path
     assert "unscored naturalness: 1x" in notes and "503 Service Unavailable" in notes  # the failed unit
     assert "unscored coherence: 1x" in notes  # the unreadable answer
     assert table["title"] == "direct / scripted:scripted on topical-chat"
+
+
+# -- the summary computed by a helper process (issue 28) ------------------------------------------------------------
+
+
+def _same(a: object, b: object) -> bool:
+    """Equal, NaN equal to NaN, a tuple to a list (a table after its JSON trip against the one computed here)."""
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, float) and isinstance(b, float) and a != a and b != b:
+        return True
+    return (a == b and type(a) in (type(b), float, int)) or (isinstance(a, bool) and a == b)
+
+
+def test_the_helper_process_gives_the_table_computed_here(run: tuple[Path, assay.Dataset]) -> None:
+    from assay.report.ahead import SummaryAhead
+
+    run_dir, _ = run
+    ahead = SummaryAhead.start()
+    got = ahead.summary(run_dir)
+    assert ahead.fell_back == ""
+    assert _same(got, run_summary(run_dir))
+    assert [r[0] for r in got["rows"]] == ["coherence", "naturalness", "average"]
+
+
+@pytest.mark.parametrize(("script", "why"), [("print('not a table')", "unreadable"),
+                                             ("import sys; sys.exit(3)", "unreadable"),
+                                             ("import time; time.sleep(30)", "within 0.5 s")])
+def test_a_helper_that_cannot_answer_leaves_the_table_to_the_run(run, monkeypatch, script, why) -> None:
+    import subprocess
+    import sys
+
+    from assay.report import ahead as ahead_module
+
+    monkeypatch.setattr(ahead_module, "ANSWER_TIMEOUT_S", 0.5)
+    run_dir, _ = run
+    proc = subprocess.Popen([sys.executable, "-c", script], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            text=True)
+    ahead = ahead_module.SummaryAhead(proc)
+    got = ahead.summary(run_dir)
+    assert why in ahead.fell_back
+    assert _same(got, run_summary(run_dir))
+    assert proc.poll() is not None  # never left running
+
+
+def test_a_helper_that_fails_says_why_and_the_run_raises_the_error_itself(tmp_path) -> None:
+    from assay.report.ahead import SummaryAhead
+
+    ahead = SummaryAhead.start()
+    with pytest.raises(Exception) as here:
+        run_summary(tmp_path / "missing")
+    with pytest.raises(type(here.value)):
+        ahead.summary(tmp_path / "missing")
+    assert ahead.fell_back.startswith(f"the helper failed ({type(here.value).__name__}")
+
+
+def test_a_helper_never_asked_ends_with_its_pipe() -> None:
+    from assay.report.ahead import SummaryAhead
+
+    ahead = SummaryAhead.start()
+    proc = ahead._proc
+    assert proc is not None and proc.poll() is None
+    ahead.close()
+    assert proc.returncode == 0
+
+
+def test_assay_run_prints_the_same_table_with_and_without_the_helper(tmp_path, monkeypatch) -> None:
+    """A run of at least ``AHEAD_MIN_UNITS`` units to judge starts the helper when judging starts; the table it
+    prints is the one a run computing it itself prints."""
+    import hashlib
+
+    from typer.testing import CliRunner
+
+    from assay.cli import main
+    from assay.report import ahead as ahead_module
+    from assay.testing import Behaviour, FakeOpenAIServer
+
+    started: list[ahead_module.SummaryAhead] = []
+    real_start = ahead_module.SummaryAhead.start
+
+    def spy() -> ahead_module.SummaryAhead:
+        started.append(real_start())
+        return started[-1]
+
+    monkeypatch.setattr(ahead_module.SummaryAhead, "start", staticmethod(spy))
+
+    def rating(body: dict) -> Behaviour:  # 1-3, differing across prompts, so that the correlations exist
+        prompt = body["messages"][-1]["content"]
+        return Behaviour(text=str(1 + int(hashlib.sha256(prompt.encode()).hexdigest(), 16) % 3))
+
+    outputs = {}
+    with FakeOpenAIServer(route=rating) as server:
+        for name, bound in (("helper", 1), ("here", 10**9)):
+            monkeypatch.setattr(main, "AHEAD_MIN_UNITS", bound)
+            res = CliRunner().invoke(main.app, ["run", "--method", "direct", "--dataset", "topical-chat", "--limit",
+                                                "10", "--judge", f"openai:fake@{server.url}", "--quiet",
+                                                "--run-dir", str(tmp_path / name)], catch_exceptions=False)
+            assert res.exit_code == 0, res.output
+            outputs[name] = res.output.split("calls ")[0]
+            assert len(started) == 1  # started by the first run only
+    assert started[0].fell_back == "" and "computed in this process" not in outputs["helper"]
+    assert outputs["helper"] == outputs["here"]
+    assert "coherence" in outputs["here"] and "pearson" in outputs["here"]
+
+
+def test_a_runs_tables_list_its_dimensions_as_asked_not_as_answered(run: tuple[Path, assay.Dataset]) -> None:
+    """The judge's first answer may be any dimension's; the tables follow the manifest's order."""
+    from assay.meta.inputs import read_run
+
+    table = read_run(run[0])
+    assert table.order == ["coherence", "naturalness"]
+    table.frame = table.frame.iloc[::-1]  # naturalness seen first
+    assert table.dimensions() == ["coherence", "naturalness"]
+    table.order = []
+    assert table.dimensions() == ["naturalness", "coherence"]

@@ -131,6 +131,7 @@ def read_run(run_dir: str | Path) -> ScoreTable:
         level=manifest.get("dataset_level"),
         annotators={s["id"]: s["annotators"] for s in samples if s.get("annotators")},
         errors=errors,
+        order=[d["name"] for d in manifest.get("dimensions") or [] if d.get("name")],
     )
     for d in manifest.get("dimensions") or []:
         sc = d.get("scale") or {}

@@ -41,6 +41,8 @@ class ScoreTable:
         errors: ``{(sample_id, dimension): error}`` for unscored items, where known.
         level: The correlation level the run's dataset declares (a user's dataset spec's ``level:``),
             recorded in the run manifest; it takes precedence over the catalog's convention.
+        order: The dimensions in the order the run asked for them (its manifest), so that its tables list
+            them the same way whichever unit the judge answered first.
     """
 
     frame: pd.DataFrame
@@ -53,10 +55,12 @@ class ScoreTable:
     scales: dict[str, tuple[float, float, bool]] = field(default_factory=dict)
     errors: dict[tuple[str, str], str] = field(default_factory=dict)
     level: str | None = None
+    order: list[str] = field(default_factory=list)
 
     def dimensions(self) -> list[str]:
-        """The dimensions in first-seen order."""
-        return list(dict.fromkeys(self.frame["dimension"]))
+        """The dimensions in :attr:`order`, then any others in first-seen order."""
+        seen = dict.fromkeys(self.frame["dimension"])
+        return [d for d in self.order if d in seen] + [d for d in seen if d not in self.order]
 
     def dim(self, dimension: str) -> pd.DataFrame:
         """The rows of one dimension."""
