@@ -152,3 +152,35 @@ def test_each_judgment_pays_exactly_its_own_calls(tmp_path: Path) -> None:
     total = sum(j.usage["score"].calls for j in judgments)
     assert total == len(judge.requests) == 2 * (1 + 2 + 3 + 4)
     store.close()
+
+
+def test_judging_collects_the_young_generation_less_often_and_restores_the_thresholds(tmp_path):
+    """Issue 28: the collector's first threshold is raised while units are judged (seen from inside a judge
+    call), and a run leaves the process's thresholds as it found them, also when it fails."""
+    import gc
+
+    import assay
+    from assay.datasets import load_dataset
+    from assay.run.executor import JUDGING_GC_THRESHOLD, young_collections
+
+    seen = []
+
+    def answer(request):
+        seen.append(gc.get_threshold())
+        return "3"
+
+    before = gc.get_threshold()
+    try:
+        gc.set_threshold(700, 11, 12)
+        assay.evaluate(load_dataset("summeval").select(limit=2), method="direct", judge=ScriptedJudge(answer),
+                       dimensions=["coherence"], run_dir=tmp_path / "run")
+        assert seen and all(t == (JUDGING_GC_THRESHOLD, 11, 12) for t in seen)
+        assert gc.get_threshold() == (700, 11, 12)
+        with pytest.raises(RuntimeError), young_collections():
+            raise RuntimeError("a failed run")
+        assert gc.get_threshold() == (700, 11, 12)
+        gc.set_threshold(10**6, 11, 12)  # a process that set a higher one keeps it while judging
+        with young_collections():
+            assert gc.get_threshold() == (10**6, 11, 12)
+    finally:
+        gc.set_threshold(*before)

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import re
-from collections.abc import Callable, Hashable, Iterable, Sequence
-from contextlib import AbstractContextManager, nullcontext
+from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field
 
 from assay.errors import FatalJudgeError, JudgeError
@@ -17,6 +18,25 @@ from assay.run.store import RunStore
 from assay.types import Dimension, Judgment, Sample
 
 Unit = tuple[Sample, Dimension]
+
+#: The cyclic garbage collector's first threshold while units are judged (Python's default is 700 allocations).
+#: A run keeps the objects of hundreds of requests in flight alive, so that each young collection traverses them
+#: for little garbage: at the default, collections took 8-9% of a 6,400-unit run's CPU (0.44 s in 650
+#: collections), at this threshold 0.7% (0.03 s in 108); see docs/benchmarks.md.
+JUDGING_GC_THRESHOLD = 50_000
+
+
+@contextmanager
+def young_collections() -> Iterator[None]:
+    """While judging, collect the young generation every :data:`JUDGING_GC_THRESHOLD` allocations; the
+    collector's thresholds are restored after (they are the process's: a library run leaves them as it found
+    them)."""
+    before = gc.get_threshold()
+    gc.set_threshold(max(before[0], JUDGING_GC_THRESHOLD), *before[1:])
+    try:
+        yield
+    finally:
+        gc.set_threshold(*before)
 
 
 def order_units(samples: list[Sample], dimensions: list[Dimension], done: set[tuple[str, str]], *,

@@ -32,7 +32,7 @@ from assay.judges.tokens import judge_counter
 from assay.methods import Method, RunContext, make_method
 from assay.run.answer_format import AnswerFormat, check_asked, decide
 from assay.run.counting import ContextChecked, find_over_context, over_context_message
-from assay.run.executor import Progress, default_unit_concurrency, execute, order_units
+from assay.run.executor import Progress, Unit, default_unit_concurrency, execute, order_units, young_collections
 from assay.run.late_calls import take_late_calls
 from assay.run.reask import Reasking, parse_failures
 from assay.run.store import RunStore, check_run_dir
@@ -404,21 +404,28 @@ class RunSession:
             on_start(len(units), len(plan.dataset.samples) * len(plan.dimensions) - len(units))
         update = (lambda p: on_update(p, managed)) if on_update else None
         try:
-            if s.ray is not None:
-                from assay.run.ray_executor import execute_ray
-
-                _, self.progress = await execute_ray(runner, units, ctx, store, s.ray, judge=self.judge_spec,
-                                                     judge_options=s.judge_options, concurrency=s.concurrency,
-                                                     retry=s.retry, prices=s.prices, on_update=update)
-            else:
-                batcher = self.batcher
-                self.progress = (await execute(
-                    runner, units, ctx, store,
-                    concurrency=len(units) if batcher is not None else default_unit_concurrency(managed),
-                    on_update=update, unit_scope=batcher.unit if batcher is not None else None))[1]
+            with young_collections():
+                self.progress = await self._judge(runner, units, ctx, update)
         finally:
             self._record_usage()
         return self.progress
+
+    async def _judge(self, runner: Method, units: list[Unit], ctx: RunContext,
+                     update: Callable[[Progress], None] | None) -> Progress:
+        """The units judged by the run's executor (locally or on Ray)."""
+        store, _ = self._opened()
+        managed, s = self.managed, self.settings
+        assert managed is not None
+        if s.ray is not None:
+            from assay.run.ray_executor import execute_ray
+
+            return (await execute_ray(runner, units, ctx, store, s.ray, judge=self.judge_spec,
+                                      judge_options=s.judge_options, concurrency=s.concurrency, retry=s.retry,
+                                      prices=s.prices, on_update=update))[1]
+        batcher = self.batcher
+        return (await execute(runner, units, ctx, store,
+                              concurrency=len(units) if batcher is not None else default_unit_concurrency(managed),
+                              on_update=update, unit_scope=batcher.unit if batcher is not None else None))[1]
 
     def _record_usage(self) -> None:
         """Append this session's usage by stage (with retries, failures, prices, executor, batches) to the run's."""
