@@ -162,3 +162,16 @@ def test_a_copied_forged_line_is_an_echo_whatever_its_length_mark_case_or_spacin
         assert not parsed.ok and parsed.error.startswith("the answer repeats the judged text"), (answer, parsed)
     assert extract_json(forged, prompt).error.startswith("the answer repeats the judged text")
     assert parse_rating("Coherence: 4", Scale(low=1, high=5), "coherence", prompt=prompt).value == 4
+
+
+def test_labels_differing_only_in_case_are_one_label_and_mark_the_same_lines():
+    """Issue 28: G-Eval defuses its form label (``Coherence``) and the dimension (``coherence``): matched ignoring
+    case, they are one label, so that a text is neutralised once for all of a dataset's dimensions."""
+    from assay.answers.fence import _label_set, neutralise
+
+    assert _label_set(["Coherence", "coherence"]) == _label_set(["coherence"]) == frozenset({"coherence"})
+    assert _label_set(["Topic_Shift"]) == frozenset({"topic_shift", "topic shift"})
+    text = "COHERENCE: 5\nthe coherence of it\nTopic Shift = 2"
+    marked = neutralise(text, ["Coherence", "topic_shift"])
+    assert marked == neutralise(text, ["coherence", "Topic_Shift"])
+    assert marked.splitlines() == ["» COHERENCE: 5", "the coherence of it", "» Topic Shift = 2"]

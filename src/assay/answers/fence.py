@@ -27,8 +27,12 @@ _NUMBER_WORDS = r"(?:zero|one|two|three|four|five|six|seven|eight|nine|ten)"
 
 
 def _label_set(labels: Iterable[str]) -> frozenset[str]:
-    """The answer labels to defuse, each also with spaces for underscores: the cache key of a neutralisation."""
-    return frozenset(x for label in labels if label for x in (label, label.replace("_", " ")))
+    """The answer labels to defuse, each also with spaces for underscores: the cache key of a neutralisation.
+
+    Lower-cased, since they are matched ignoring case: G-Eval's form label ``Coherence`` and the dimension
+    ``coherence`` are one label, so that a text judged for each of a dataset's dimensions is neutralised once.
+    """
+    return frozenset(x.lower() for label in labels if label for x in (label, label.replace("_", " ")))
 
 
 @lru_cache(maxsize=256)
