@@ -16,8 +16,10 @@ Columns: ``wall`` is the run's process from start to exit (imports, preparation,
 ``first`` is the time from process start to the first request the server received (the log-probability probe
 or the first judge call); ``tail`` from the last request received to the process's exit (the last answer,
 the summary table, closing); ``raw`` the raw loop's wall for the same calls (connections opened inside it, its
-imports not counted); ``x raw`` = wall / raw; ``CPU ms/unit`` the run process's CPU per unit, and ``raw CPU``
-the raw loop's per unit (the judge's own share: HTTP and JSON); ``ideal`` = calls x delay / concurrency.
+imports not counted); ``x raw`` = wall / raw; ``CPU ms/unit`` the run process's CPU per unit (with its children's:
+the summary's helper process), and ``raw CPU`` the raw loop's per unit (the judge's own share: HTTP and JSON);
+``ideal`` = calls x delay / concurrency; ``gc s`` the run process's time in the cyclic garbage collector
+(``gc.callbacks``; the run is started through a few lines that count it, then run ``assay.cli`` as ``-m`` does).
 
 The default is a slice of SummEval (``--limit`` samples of its 1,600, 4 dimensions each) so that the whole
 table takes a minute or two on a busy machine; ``--full`` runs all 6,400 direct units (for the docs).
@@ -71,6 +73,23 @@ class Recorder:
         self.first.setdefault(model, now)
         self.last[model] = now
         return None
+
+
+#: ``python -m assay.cli`` with the cyclic garbage collector's time counted (``gc.callbacks``), printed at exit.
+GC_WRAPPER = """
+import atexit, gc, runpy, sys, time
+spent = [0.0, 0, 0.0]
+def count(phase, info):
+    if phase == "start":
+        spent[2] = time.perf_counter()
+    else:
+        spent[0] += time.perf_counter() - spent[2]
+        spent[1] += 1
+gc.callbacks.append(count)
+atexit.register(lambda: print(f"assay-bench-gc {spent[0]:.4f} {spent[1]}"))
+sys.argv = ["assay", *sys.argv[1:]]
+runpy.run_module("assay.cli", run_name="__main__")
+"""
 
 
 def run_child(argv: list[str], env: dict[str, str]) -> tuple[float, float, int, str]:
@@ -130,15 +149,15 @@ def main() -> None:
               f"load average before: {os.getloadavg()[0]:.2f}")
         print(f"{'src':>4} {'method':>9} {'conc':>4} {'units':>5} {'calls':>5} {'wall s':>6} {'first s':>7} "
               f"{'tail s':>6} {'raw s':>5} {'ideal s':>7} {'x raw':>5} {'CPU ms/unit':>11} {'raw CPU':>7} "
-              f"{'exit':>4} {'load':>5}", flush=True)
+              f"{'gc s':>5} {'exit':>4} {'load':>5}", flush=True)
         for n, (method, conc, tree) in enumerate(runs, 1):
             tag = str(trees.index(tree) + 1) if tree else "-"
             model = f"bench-{n}"
             del server.requests[:]
             start = time.time()
             wall, cpu, code, out = run_child(
-                [sys.executable, *(["-m", "cProfile", "-o", f"{tmp}/{model}.prof"] if conc < 0 else []),
-                 "-m", "assay.cli", "run", "--method", method, "--dataset", "summeval",
+                [sys.executable, *(["-m", "cProfile", "-o", f"{tmp}/{model}.prof", "-m", "assay.cli"] if conc < 0
+                                   else ["-c", GC_WRAPPER]), "run", "--method", method, "--dataset", "summeval",
                  *([] if args.full else ["--limit", str(args.limit)]), "--judge", f"openai:{model}@{server.url}",
                  "--concurrency", str(abs(conc)), "--run-dir", f"{tmp}/{model}", *METHOD_ARGS[method]],
                 {**os.environ, "PYTHONPATH": tree} if tree else dict(os.environ))
@@ -152,10 +171,13 @@ def main() -> None:
                 continue
             first, tail = recorder.first[model] - start, start + wall - recorder.last[model]
             calls, units = len(server.requests), _units(f"{tmp}/{model}")
+            gc_s = next((float(line.split()[1]) for line in out.splitlines() if line.startswith("assay-bench-gc ")),
+                        float("nan"))
             raw = raw_run(server.url, server.requests, Path(tmp) / f"{model}.jsonl", conc)
             print(f"{tag:>4} {method:>9} {conc:>4} {units:>5} {calls:>5} {wall:6.2f} {first:7.2f} {tail:6.2f} "
                   f"{raw['wall']:5.2f} {calls * args.delay / conc:7.2f} {wall / raw['wall']:5.2f} "
-                  f"{1000 * cpu / units:11.3f} {1000 * raw['cpu'] / units:7.3f} {code:>4} {os.getloadavg()[0]:5.2f}",
+                  f"{1000 * cpu / units:11.3f} {1000 * raw['cpu'] / units:7.3f} {gc_s:5.2f} {code:>4} "
+                  f"{os.getloadavg()[0]:5.2f}",
                   flush=True)
 
 
