@@ -123,6 +123,14 @@ async def test_usage_logprobs_and_finish_reason_are_parsed():
     assert (parsed.text, parsed.choices[0].finish_reason, parsed.cached_prompt_tokens) == ("", "length", 5)
     with pytest.raises(TransientJudgeError, match="malformed response from http://h/v1: no choices"):
         to_response({"error": "busy"}, 0.1, "http://h/v1")
+    # a field of the wrong type is a malformed answer too (retried), named, never a pydantic traceback
+    bad = {"choices": [{"message": {"content": "3"},
+                        "logprobs": {"content": [{"token": "3", "logprob": "high", "top_logprobs": []}]}}]}
+    with pytest.raises(TransientJudgeError, match=r"malformed response from http://h/v1: choices\.0\.logprobs\.0"
+                                                  r"\.logprob: Input should be a valid number"):
+        to_response(bad, 0.1, "http://h/v1")
+    with pytest.raises(TransientJudgeError, match="malformed response from http://h/v1: KeyError"):
+        to_response({"choices": [{"logprobs": {"content": [{"logprob": -1.0}]}}]}, 0.1, "http://h/v1")
 
 
 def test_the_chat_url_keeps_the_endpoint_path_and_query():

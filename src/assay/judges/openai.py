@@ -19,7 +19,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Literal
 from urllib.parse import parse_qsl, unquote, urlsplit, urlunsplit
 
-from pydantic import Field
+from pydantic import Field, ValidationError
 
 from assay.errors import (
     ConfigError,
@@ -30,14 +30,11 @@ from assay.errors import (
     TransientJudgeError,
 )
 from assay.judges.base import (
-    Choice,
     Judge,
     JudgeIdentity,
     JudgeOptions,
     Request,
     Response,
-    TokenLogprobs,
-    TopToken,
 )
 
 #: Seconds an idle connection is kept alive: the SDK's default (httpx's ``Limits.keepalive_expiry``).
@@ -742,33 +739,39 @@ def connection_reason(exc: BaseException) -> str:
 
 
 def to_response(raw: Any, latency: float, where: str = "the endpoint") -> Response:
-    """A chat.completion JSON object as a Response; anything else is a malformed answer from ``where``."""
+    """A chat.completion JSON object as a Response; anything else is a malformed answer from ``where``.
+
+    A missing field or one of the wrong type (a log-probability that is no number) is such an answer too, named
+    by its path (``choices.0.logprobs.0.logprob: Input should be a valid number``): retried like any transient
+    failure, never a validation traceback.
+    """
     if not isinstance(raw, dict) or not raw.get("choices"):
         raise TransientJudgeError(f"malformed response from {where}: no choices in {str(raw)[:200]!r}")
-    choices = []
     try:
+        choices = []
         for ch in raw["choices"]:
             content = (ch.get("logprobs") or {}).get("content")
-            lp = [
-                TokenLogprobs(token=t["token"], logprob=t["logprob"],
-                              top=[TopToken(token=a["token"], logprob=a["logprob"])
-                                   for a in t.get("top_logprobs") or []])
-                for t in content
-            ] if content else None
-            text = (ch.get("message") or {}).get("content") or ""
-            choices.append(Choice(text=text, logprobs=lp, finish_reason=ch.get("finish_reason")))
-    except (KeyError, TypeError, AttributeError) as exc:
-        raise TransientJudgeError(f"malformed response from {where}: {exc!r}") from exc
-    usage = raw.get("usage") or {}
-    prompt = usage.get("prompt_tokens") or 0
-    return Response(
-        choices=choices,
-        prompt_tokens=prompt,
-        completion_tokens=usage.get("completion_tokens") or 0,
-        cached_prompt_tokens=cached_tokens(raw, prompt),
-        latency_s=latency,
-        model=raw.get("model") or "",
-    )
+            lp = [{"token": t["token"], "logprob": t["logprob"],
+                   "top": [{"token": a["token"], "logprob": a["logprob"]} for a in t.get("top_logprobs") or []]}
+                  for t in content] if content else None
+            choices.append({"text": (ch.get("message") or {}).get("content") or "", "logprobs": lp,
+                            "finish_reason": ch.get("finish_reason")})
+        usage = raw.get("usage") or {}
+        prompt = usage.get("prompt_tokens") or 0
+        return Response.model_validate({
+            "choices": choices, "prompt_tokens": prompt, "completion_tokens": usage.get("completion_tokens") or 0,
+            "cached_prompt_tokens": cached_tokens(raw, prompt), "latency_s": latency, "model": raw.get("model") or "",
+        })
+    except (KeyError, TypeError, AttributeError, ValidationError) as exc:
+        raise TransientJudgeError(f"malformed response from {where}: {_first_line(exc)}") from exc
+
+
+def _first_line(exc: Exception) -> str:
+    """An exception in a few words: a validation error's first problem (field and message), else its repr."""
+    if isinstance(exc, ValidationError):
+        err = exc.errors()[0]
+        return f"{'.'.join(str(x) for x in err['loc'])}: {err['msg']}"
+    return repr(exc)
 
 
 def cached_tokens(raw: dict[str, Any], prompt_tokens: int) -> int:
