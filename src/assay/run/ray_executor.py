@@ -412,6 +412,7 @@ class RelayCache:
             self.unconfirmed.clear()
         return True
 
+
 class WorkerJudge(ManagedJudge):
     """The managed judge of one actor: before a call, the reader is asked once whether the run already has it."""
 
