@@ -3,6 +3,7 @@ coverage, and the failed and unreadable units shown, each checked against a comp
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -143,14 +144,59 @@ def test_a_helper_that_fails_says_why_and_the_run_raises_the_error_itself(tmp_pa
     assert ahead.fell_back.startswith(f"the helper failed ({type(here.value).__name__}")
 
 
-def test_a_helper_never_asked_ends_with_its_pipe() -> None:
+def test_a_helper_never_asked_is_ended_by_its_run_and_is_out_of_the_terminals_reach() -> None:
+    """The run ends its helper; a Ctrl-C at the terminal goes to the run, not to the helper, which runs in a
+    session of its own."""
     from assay.report.ahead import SummaryAhead
 
     ahead = SummaryAhead.start()
     proc = ahead._proc
     assert proc is not None and proc.poll() is None
+    assert os.getsid(proc.pid) == proc.pid != os.getsid(0)
     ahead.close()
-    assert proc.returncode == 0
+    assert proc.returncode is not None
+
+
+def test_a_helper_whose_run_was_killed_ends_with_its_pipe(tmp_path) -> None:
+    """A run killed outright (SIGKILL) cannot end its helper: the helper's standard input closes, and it exits."""
+    import subprocess
+    import sys
+    import time
+
+    parent = subprocess.Popen([sys.executable, "-c", (
+        "from assay.report.ahead import SummaryAhead; import sys, time; a = SummaryAhead.start(); "
+        "print(a._proc.pid, flush=True); time.sleep(60)")], stdout=subprocess.PIPE, text=True)
+    assert parent.stdout is not None
+    helper = int(parent.stdout.readline())
+    parent.kill()
+    parent.wait()
+    deadline = time.monotonic() + 30
+    while _running(helper) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    if _running(helper):
+        os.kill(helper, 9)
+        raise AssertionError("the helper outlived its killed run by 30 s")
+
+
+def _running(pid: int) -> bool:
+    """Whether a process runs (an exited one that nobody has reaped yet, a zombie, does not)."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+    except OSError:
+        return False
+
+
+def test_a_folder_named_assay_in_the_working_directory_does_not_stop_the_helper(run, tmp_path, monkeypatch):
+    from assay.report.ahead import SummaryAhead
+
+    (tmp_path / "assay" / "report").mkdir(parents=True)
+    (tmp_path / "assay" / "__init__.py").write_text("raise ImportError('not the assay package')\n")
+    monkeypatch.chdir(tmp_path)
+    ahead = SummaryAhead.start()
+    got = ahead.summary(run[0])
+    assert ahead.fell_back == ""
+    assert _same(got, run_summary(run[0]))
 
 
 def test_assay_run_prints_the_same_table_with_and_without_the_helper(tmp_path, monkeypatch) -> None:

@@ -5,7 +5,8 @@ importing pandas and scipy.stats (docs/benchmarks.md). Imported in the run's own
 last answer; imported by a thread beside the run, it holds the interpreter lock and slows the judging. A helper
 process started when judging starts (``python -m assay.report.ahead``) imports them on another core, then waits
 for the run directory on its standard input and answers with :func:`assay.report.summary.run_summary`'s table as
-one JSON line. A parent that exits without asking closes the pipe: the helper ends with it.
+one JSON line. A run that fails or is interrupted ends it (:meth:`SummaryAhead.close`); one that is killed
+closes the pipe, and the helper ends with it.
 
 Where the helper cannot answer (it failed to start, died, timed out or printed anything else) the table is
 computed in the run's own process instead: the same function on the same store, so the table is the same, only
@@ -20,8 +21,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-#: Seconds the run waits for the helper's table before computing it itself.
-ANSWER_TIMEOUT_S = 60.0
+#: Seconds the run waits for the helper's table before computing it itself (only a hung helper takes that long:
+#: the table of 6,400 units takes about 0.3 s once its libraries are imported).
+ANSWER_TIMEOUT_S = 300.0
 
 
 class SummaryAhead:
@@ -33,10 +35,15 @@ class SummaryAhead:
 
     @classmethod
     def start(cls) -> SummaryAhead:
-        """Start the helper (its imports run while the caller goes on)."""
+        """Start the helper (its imports run while the caller goes on).
+
+        It runs in a session of its own, so that a Ctrl-C at the terminal reaches the run, which ends it, and not
+        the helper; and with ``-P``, so that a folder named ``assay`` in the working directory is not imported.
+        """
         try:
-            proc = subprocess.Popen([sys.executable, "-m", "assay.report.ahead"], stdin=subprocess.PIPE,
-                                    stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+            proc = subprocess.Popen([sys.executable, "-P", "-m", "assay.report.ahead"], stdin=subprocess.PIPE,
+                                    stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                                    start_new_session=True)
         except OSError as exc:
             return cls(None, f"the helper did not start ({exc})")
         return cls(proc)
@@ -64,16 +71,11 @@ class SummaryAhead:
         return run_summary(run_dir)
 
     def close(self) -> None:
-        """End a helper that was never asked (the run failed or stopped): its pipe closes, it exits."""
+        """End a helper that was never asked (the run failed or was interrupted) at once: it holds nothing."""
         if self._proc is not None:
             proc, self._proc = self._proc, None
-            if proc.stdin is not None:
-                proc.stdin.close()
-            try:
-                proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+            proc.kill()
+            proc.wait()
 
 
 def _plain(value: Any) -> Any:
