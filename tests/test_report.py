@@ -3,6 +3,7 @@ coverage, and the failed and unreadable units shown, each checked against a comp
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -102,6 +103,20 @@ def _same(a: object, b: object) -> bool:
     return (a == b and type(a) in (type(b), float, int)) or (isinstance(a, bool) and a == b)
 
 
+def test_a_line_a_library_prints_before_the_helpers_answer_is_not_read_as_it(run, monkeypatch) -> None:
+    import subprocess
+    import sys
+
+    from assay.report import ahead as ahead_module
+
+    run_dir, _ = run
+    table = json.dumps({"summary": run_summary(run_dir)}, default=ahead_module._plain)
+    proc = subprocess.Popen([sys.executable, "-c", f"import sys; print('a library speaks'); print({table!r})"],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    ahead = ahead_module.SummaryAhead(proc)
+    assert _same(ahead.summary(run_dir), run_summary(run_dir)) and ahead.fell_back == ""
+
+
 def test_the_helper_process_gives_the_table_computed_here(run: tuple[Path, assay.Dataset]) -> None:
     from assay.report.ahead import SummaryAhead
 
@@ -114,7 +129,8 @@ def test_the_helper_process_gives_the_table_computed_here(run: tuple[Path, assay
 
 
 @pytest.mark.parametrize(("script", "why"), [("print('not a table')", "unreadable"),
-                                             ("import sys; sys.exit(3)", "unreadable"),
+                                             ("import sys; sys.exit(3)", "no table"),
+                                             ("print('{\"error\": \"boom\"}')", "the helper failed (boom)"),
                                              ("import time; time.sleep(30)", "within 0.5 s")])
 def test_a_helper_that_cannot_answer_leaves_the_table_to_the_run(run, monkeypatch, script, why) -> None:
     import subprocess
