@@ -110,7 +110,9 @@ def test_a_line_a_library_prints_before_the_helpers_answer_is_not_read_as_it(run
     from assay.report import ahead as ahead_module
 
     run_dir, _ = run
-    table = json.dumps({"summary": run_summary(run_dir)}, default=ahead_module._plain)
+    from assay.meta.table import jsonable
+
+    table = json.dumps(jsonable({"summary": run_summary(run_dir)}))
     proc = subprocess.Popen([sys.executable, "-c", f"import sys; print('a library speaks'); print({table!r})"],
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     ahead = ahead_module.SummaryAhead(proc)

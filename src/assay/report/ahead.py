@@ -80,20 +80,13 @@ class SummaryAhead:
             proc.wait()
 
 
-def _plain(value: Any) -> Any:
-    """A numpy scalar as the Python number it holds (for JSON)."""
-    item = getattr(value, "item", None)
-    if callable(item):
-        return item()
-    raise TypeError(f"{type(value).__name__} is not JSON serialisable")
-
-
 def main() -> None:
     """The helper: import what the summary needs, then answer one run directory read from standard input."""
     import scipy.stats  # noqa: F401  (imported by the correlations when first called)
 
     import assay.meta.inputs
     import assay.meta.levels  # noqa: F401
+    from assay.meta.table import jsonable
     from assay.report.summary import run_summary
 
     line = sys.stdin.readline().strip()
@@ -103,7 +96,7 @@ def main() -> None:
         answer: dict[str, Any] = {"summary": run_summary(line)}
     except Exception as exc:  # the parent computes it itself and shows the error there
         answer = {"error": f"{type(exc).__name__}: {exc}"}
-    sys.stdout.write(json.dumps(answer, default=_plain) + "\n")
+    sys.stdout.write(json.dumps(jsonable(answer)) + "\n")
     sys.stdout.flush()
     os._exit(0)  # the run waits for the pipe to close: the interpreter's teardown (pandas, scipy: ~0.15 s) is skipped
 

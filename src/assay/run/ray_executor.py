@@ -681,7 +681,10 @@ class RayRun:
             _, number, key, request, response = event
             self.store.calls.put_call(key, self.ctx.judge.identity, request, response)
             if number and actor is not None:
-                self.received.setdefault(id(actor), _Received(actor)).add(number)
+                got = self.received.get(id(actor))
+                if got is None:
+                    got = self.received[id(actor)] = _Received(actor)
+                got.add(number)
         elif kind == "usage":
             self.ctx.judge.ledger.record(event[1], event[2])
         elif kind == "counts":
