@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import shutil
 import sqlite3
 import subprocess
 import sys
+import time
 
 import pandas as pd
 import pytest
@@ -21,6 +23,7 @@ from assay.judges.openai import OpenAIJudge
 from assay.judges.scripted import ScriptedJudge
 from assay.meta import meta_evaluate
 from assay.meta.inputs import read_run
+from assay.run.session import side_by_side
 from assay.run.store import _MIGRATIONS, DB_NAME, RunStore
 from assay.testing import Behaviour, FakeOpenAIServer
 from assay.types import Judgment, Sample
@@ -203,21 +206,38 @@ def _geval(srv: FakeOpenAIServer, run_dir, **options):
 
 
 def test_a_503_at_the_probe_is_retried_and_keeps_logprobs_mode(tmp_path):
+    failed: list[dict] = []
+
+    def first_probe_fails(body: dict) -> Behaviour | None:  # the schema probe is asked beside it
+        if body.get("logprobs") and not failed:
+            failed.append(body)
+            return Behaviour(kind="error", status=503)
+        return None
+
     with FakeOpenAIServer() as srv:
-        srv.enqueue(Behaviour(kind="error", status=503))
+        srv.route = first_probe_fails
         result = _geval(srv, tmp_path / "run")
-        assert srv.requests[0].get("logprobs") and srv.requests[1].get("logprobs")  # the probe, asked again
+        probes = [r for r in srv.requests if r.get("logprobs")][:2]
+        assert failed and probes == [failed[0], failed[0]]  # the probe, asked again
     assert result.manifest["judge_logprobs"] is True
     assert result.manifest["artifacts"]["mode"] == "logprobs"
     assert "answered with log-probabilities" in result.manifest["judge_logprobs_reason"]
     assert not [n for n in result.notes if n["kind"] in ("fallback", "capability")]
 
 
+def _probes(srv: FakeOpenAIServer, which: str) -> list[dict]:
+    """The server's requests that were the log-probability probe, or the JSON-schema probe asked beside it."""
+    probe = {"logprobs": lambda r: r.get("max_tokens") == 1 and r.get("logprobs"),
+             "schema": lambda r: "answer" in json.dumps(r.get("response_format", {}))}[which]
+    return [r for r in srv.requests if probe(r)]
+
+
 def test_a_probe_that_never_answers_stops_the_run_instead_of_switching_mode(tmp_path):
     with FakeOpenAIServer(default=Behaviour(kind="error", status=503)) as srv, \
             pytest.raises(JudgeError, match="probe got no answer .*gave up after 3 attempts"):
         _geval(srv, tmp_path / "run")
-    assert len(srv.requests) == 3
+    assert len(_probes(srv, "logprobs")) == 3
+    assert len(_probes(srv, "logprobs")) + len(_probes(srv, "schema")) == len(srv.requests)  # nothing judged
 
 
 def test_cli_exits_1_before_judging_when_the_probe_never_answers(tmp_path):
@@ -228,12 +248,47 @@ def test_cli_exits_1_before_judging_when_the_probe_never_answers(tmp_path):
              "--no-cot"], capture_output=True, text=True, timeout=120)
     assert res.returncode == 1, res.stderr
     assert "probe got no answer" in " ".join(res.stderr.split()) and "Traceback" not in res.stderr
-    assert len(srv.requests) == 2  # the probe, twice; nothing judged
+    assert len(_probes(srv, "logprobs")) == 2  # the probe, twice
+    assert len(_probes(srv, "logprobs")) + len(_probes(srv, "schema")) == len(srv.requests)  # nothing judged
+
+
+def test_the_judge_is_asked_its_capabilities_side_by_side(tmp_path):
+    """The log-probability and JSON-schema probes are in flight together: a start costs one round trip."""
+    arrived: list[float] = []
+    with FakeOpenAIServer(default=Behaviour(delay_s=0.4)) as srv:
+        srv.route = lambda body: arrived.append(time.monotonic()) if body.get("max_tokens") in (1, 16) else None
+        result = _geval(srv, tmp_path / "run")
+    assert len(_probes(srv, "logprobs")) == 1 and len(_probes(srv, "schema")) == 1
+    assert len(arrived) == 2 and arrived[1] - arrived[0] < 0.3  # the second was sent before the first answered
+    assert result.manifest["judge_logprobs"] is True
+    assert "probe" in result.manifest["answer_format"]["judge_reason"]  # both were answered and recorded
+
+
+async def test_side_by_side_raises_the_first_failure_in_order_and_cancels_the_rest():
+    order: list[str] = []
+
+    async def step(name: str, wait: float, fails: bool) -> str:
+        try:
+            await asyncio.sleep(wait)
+        except asyncio.CancelledError:
+            order.append(f"{name} cancelled")
+            raise
+        order.append(name)
+        if fails:
+            raise JudgeError(name)
+        return name
+
+    assert await side_by_side(step("a", 0.02, False), step("b", 0.0, False)) == ["a", "b"]
+    order.clear()
+    with pytest.raises(JudgeError, match="^first$"):  # the later step failed sooner: the earlier one's error wins
+        await side_by_side(step("first", 0.05, True), step("second", 0.0, True), step("third", 1.0, False))
+    assert order == ["second", "first", "third cancelled"]
 
 
 def test_a_4xx_saying_unsupported_is_a_definitive_no_and_recorded(tmp_path):
     with FakeOpenAIServer() as srv:
-        srv.enqueue(Behaviour(kind="error", status=400, message="logprobs are not supported by this model"))
+        srv.route = lambda body: Behaviour(kind="error", status=400, message="logprobs are not supported by this "
+                                           "model") if body.get("logprobs") else None
         result = _geval(srv, tmp_path / "run", mode="logprobs")
     assert result.manifest["judge_logprobs"] is False
     assert result.manifest["artifacts"]["mode"] == "sampling"

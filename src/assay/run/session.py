@@ -273,33 +273,41 @@ class RunSession:
             _note_unfinished_batches(store)
 
     async def detect(self) -> None:
-        """Ask the judge once what it supports (log-probabilities), and note a method's fallback. Only a method
-        that reads log-probabilities sends the probe (an always-failing judge stopped ``direct`` there); the
-        others record that none was sent. Then the answer format, and the judge's context size
-        (:meth:`Judge.context_size`: a llama.cpp server's ``/props``; never a failure)."""
+        """Ask the judge, once, what it supports: log-probabilities (only a method that reads them sends that
+        probe; an always-failing judge stopped ``direct`` there, the others record that none was sent), whether it
+        enforces a JSON schema (a probe only when the method would use one: the answer format), and its context
+        size (:meth:`Judge.context_size`: a llama.cpp server's ``/props``; never a failure).
+
+        The three questions are independent, so they are asked side by side: a remote judge's start costs one
+        round trip, not three. Their notes are recorded in that order whatever answers first, and the first
+        failure (in that order) cancels the others and stops the run as it did when they were asked in turn.
+        """
         store, bare = self._opened()
-        await self._detect_logprobs(store, bare)
-        # the answer format, decided once (a probe only when the method would use a schema)
         old = store.manifest() or {}
-        self.answer_format = await decide(self.plan.answer_format, self.plan.method, bare, retry=self._retry,
-                                          recorded=old.get("answer_format")
-                                          if old.get("judge") == bare.identity.model_dump(mode="json") else None)
+        recorded = old.get("answer_format") if old.get("judge") == bare.identity.model_dump(mode="json") else None
+        capability, self.answer_format, self.context = await side_by_side(
+            self._detect_logprobs(store, bare),
+            decide(self.plan.answer_format, self.plan.method, bare, retry=self._retry, recorded=recorded),
+            bare.context_size())
+        if capability:
+            self.note("capability", capability)
         if self.answer_format.fallback:
             self.note("answer-format", self.answer_format.reason)
-        self.context = await bare.context_size()  # once per run; an unknown size costs the run nothing later
 
-    async def _detect_logprobs(self, store: RunStore, bare: Judge) -> None:
+    async def _detect_logprobs(self, store: RunStore, bare: Judge) -> str | None:
+        """Decide ``logprobs_reason``; the note to record where the judge gives none (methods fall back)."""
         method = self.plan.method
         if not method.reads_logprobs:
             self.logprobs_reason = f"not probed: {method.name} as configured reads no log-probabilities"
-            return
+            return None
         self.status(f"checking what {bare.identity.label} supports")
         self.logprobs_reason = await detect_capabilities(bare, store, self._retry, self.status)
         managed = self.managed
         assert managed is not None
         if self.logprobs_reason and self.logprobs_reason.startswith("probe:") and not managed.supports_logprobs:
-            self.note("capability", f"{managed.identity.label} gives no log-probabilities ({self.logprobs_reason}); "
-                                    "methods that read them use their fallback (G-Eval: sampling)")
+            return (f"{managed.identity.label} gives no log-probabilities ({self.logprobs_reason}); "
+                    "methods that read them use their fallback (G-Eval: sampling)")
+        return None
 
     def note(self, kind: str, message: str) -> None:
         """Record a fallback or warning in the run's notes (and so its manifest and output)."""
@@ -565,6 +573,22 @@ async def detect_capabilities(judge: Judge, store: RunStore, retry: RetryPolicy 
 
     await detect(known, send=send)
     return getattr(judge, "logprobs_reason", None)
+
+
+async def side_by_side(*steps: Awaitable[Any]) -> list[Any]:
+    """Run ``steps`` concurrently; their results in order.
+
+    A failure is raised once every step before it has finished: the error is always the first in argument
+    order, as when the steps ran in turn (a step that fails early waits for those before it). The steps after it
+    are then cancelled and awaited.
+    """
+    tasks = [asyncio.ensure_future(step) for step in steps]
+    try:
+        return [await task for task in tasks]
+    finally:
+        for task in tasks:
+            task.cancel()  # a no-op on a finished one
+        await asyncio.gather(*tasks, return_exceptions=True)
 
 
 def _as_dataset(data: Dataset | str | list[Sample],
