@@ -138,8 +138,9 @@ def own_answer(answer: str, prompt: str | None = None) -> OwnAnswer:
         prompt: The prompt it answers (all of it, or its fenced blocks and instruction lines).
     """
     lines = answer.splitlines(keepends=True)
-    plines = _prompt_lines(prompt) if prompt else frozenset()
     forged = _forged_lines(prompt) if prompt else frozenset()
+    plines: frozenset[str] | None = None  # the prompt's lines, built only when an answer line could prove an echo
+    short: dict[int, str] = {}  # lines too short to prove an echo alone: "weak" only where another line does
     repeated: list[str] = []
     verdict: list[str | None] = []
     inside: str | None = None
@@ -159,17 +160,25 @@ def own_answer(answer: str, prompt: str | None = None) -> OwnAnswer:
                 repeated.append(line.strip())
                 verdict.append(REPEATS_JUDGED)
                 continue
-            kind = _echo_kind(norm, plines) if plines and re.search(r"\w", norm) else None
-            verdict.append(None if kind is None else kind)
-    evidence = any(v not in (None, "weak") for v in verdict)
+            if not prompt or not re.search(r"\w", norm):
+                verdict.append(None)
+            elif len(norm) < STRONG_CHARS:
+                short[len(verdict)] = norm
+                verdict.append(None)
+            else:
+                plines = _prompt_lines(prompt) if plines is None else plines
+                verdict.append(_echo_kind(norm, plines))
+    evidence = any(v is not None for v in verdict)
+    if evidence and short and prompt:  # a short line equal to a prompt line is part of an echo proven elsewhere
+        plines = _prompt_lines(prompt) if plines is None else plines
+        for i, norm in short.items():
+            verdict[i] = _echo_kind(norm, plines)
     # A forged line inside a wider echo of the prompt is part of that echo: blanked with it, and what the judge
     # wrote after the echo is still read. Alone (a copy, not an echo), it makes the whole answer unusable.
     if any(v not in (None, "weak", REPEATS_JUDGED) for v in verdict):
         repeated = []
     out, reasons = [], {}
     for line, v in zip(lines, verdict, strict=True):
-        if v == "weak" and not evidence:
-            v = None
         if v is None or not line.strip():
             out.append(line)
             continue
