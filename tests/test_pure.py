@@ -13,7 +13,7 @@ from assay.errors import ConfigError
 from assay.judges import parse_spec
 from assay.judges.middleware import RetryPolicy
 from assay.methods.direct import DirectOptions, build_prompt
-from assay.types import Scale
+from assay.types import Scale, Usage
 
 L5, L3, CONT = Scale(low=1, high=5), Scale(low=1, high=3), Scale(low=0, high=1, integer=False)
 
@@ -123,3 +123,14 @@ def test_backoff_grows_and_honours_retry_after():
         assert 0.4 * ceiling < sum(draws[attempt]) / 400 < 0.6 * ceiling
     assert 3.0 <= policy.delay(1, 3.0, rng) <= 3.1
     assert policy.delay(1, 100.0, rng) <= 8.1
+
+
+def test_usage_add_sums_every_field_in_place_and_keeps_it_a_valid_usage():
+    total = Usage(calls=1, prompt_tokens=10, latency_s=0.5)
+    total.add(Usage(calls=2, cached_calls=1, prompt_tokens=5, completion_tokens=3, cached_prompt_tokens=4,
+                    latency_s=0.25, cost_usd=0.01))
+    assert total.model_dump() == {"calls": 3, "cached_calls": 1, "prompt_tokens": 15, "completion_tokens": 3,
+                                  "cached_prompt_tokens": 4, "latency_s": 0.75, "cost_usd": 0.01}
+    assert Usage.model_validate_json(total.model_dump_json()) == total
+    assert total + Usage(calls=1) == Usage(calls=4, cached_calls=1, prompt_tokens=15, completion_tokens=3,
+                                           cached_prompt_tokens=4, latency_s=0.75, cost_usd=0.01)

@@ -108,9 +108,18 @@ class Usage(BaseModel):
         return Usage(**{k: getattr(self, k) + getattr(other, k) for k in type(self).model_fields})
 
     def add(self, other: Usage) -> None:
-        """Add ``other`` into this usage in place."""
-        for k in type(self).model_fields:
-            setattr(self, k, getattr(self, k) + getattr(other, k))
+        """Add ``other`` into this usage in place.
+
+        Every judge call is added twice (run-wide and to its judgment), so the sums are written to the fields'
+        values directly: pydantic's ``setattr`` costs five times as much and checks nothing a sum of two valid
+        usages could break.
+        """
+        mine, theirs = self.__dict__, other.__dict__
+        for k in _USAGE_FIELDS:
+            mine[k] += theirs[k]
+
+
+_USAGE_FIELDS = tuple(Usage.model_fields)
 
 
 Status = Literal["scored", "parse_failed", "failed"]
