@@ -29,7 +29,7 @@ import tempfile
 #: Where the child's embedded judge describes itself (:func:`assay.judges.native.write_breadcrumb`).
 BREADCRUMB_ENV = "ASSAY_NATIVE_BREADCRUMB"
 #: The child: the in-process CLI, named ``assay`` in its usage lines (``python -m`` would name it that way).
-CHILD_CODE = "import sys; sys.argv[0] = 'assay'; from assay.cli.main import main; main()"
+CHILD_CODE = "import sys; sys.argv[0] = 'assay'; from assay.cli.main import main_process; main_process()"
 #: Signals that mean native code crashed, with what each usually means.
 CRASH_SIGNALS = {
     "SIGILL": "the CPU refused an instruction: native code built for another CPU, or using a unit (such as AMX) "

@@ -30,3 +30,33 @@ def test_a_direct_run_over_http_loads_no_sdk_no_statistics_and_no_other_method(t
         assert len(srv.requests) == 13  # the log-probability probe, then one call per unit
     assert done.stdout.strip() == "[]"
 
+
+
+# -- the end of a CLI process ----------------------------------------------------------------------------------
+
+ENDING = """
+import atexit, sys, threading, time
+atexit.register(lambda: print("exit handler ran", flush=True))
+if {thread!r}:
+    threading.Thread(target=time.sleep, args=(0.2,)).start()
+sys.argv = ["assay", *{argv!r}]
+from assay.cli.main import main_process
+print("partial line without a newline", end="")
+main_process()
+"""
+
+
+def _ending(argv: list[str], thread: bool = False) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-c", ENDING.format(argv=argv, thread=thread)], capture_output=True,
+                          text=True, timeout=120)
+
+
+def test_a_cli_process_ends_with_its_status_its_exit_handlers_and_its_output_flushed():
+    """``main_process`` skips the interpreter's teardown, never what a normal exit does before it."""
+    for argv, status in ((["nosuchcmd"], 2), (["judges"], 0)):
+        for thread in (False, True):  # with another thread alive, the normal exit
+            done = _ending(argv, thread)
+            assert done.returncode == status, (argv, thread, done.stderr)
+            assert done.stdout.startswith("partial line without a newline")
+            assert done.stdout.rstrip().endswith("exit handler ran")
+    assert "No such command 'nosuchcmd'" in _ending(["nosuchcmd"]).stderr

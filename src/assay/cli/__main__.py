@@ -1,5 +1,5 @@
 """``python -m assay.cli``: the same as the ``assay`` command."""
 
-from assay.cli.main import main
+from assay.cli.main import main_process
 
-main()
+main_process()

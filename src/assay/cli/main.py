@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import atexit
 import json
+import os
 import sys
+import threading
 import time
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, NoReturn
 
 import typer
 from rich.console import Console
@@ -452,6 +455,38 @@ def main() -> None:
         console.print("[yellow]interrupted[/]: finished judgments are stored; re-run the same command to resume.")
     if isinstance(code, int) and code:
         sys.exit(code)
+
+
+def main_process() -> NoReturn:
+    """:func:`main` as the whole life of a process: ``python -m assay.cli`` and the ``assay`` launcher's child.
+
+    When it is done, the process ends as Python ends it (the exit handlers run, the standard streams are flushed,
+    the same exit status) but without the interpreter's teardown, which frees every object one by one: about
+    0.09 s after a 6,400-unit run, a fifth of the time from its last answer to its exit. Only where no other
+    thread is alive (nothing to wait for); otherwise, and after an exception :func:`main` does not handle, the
+    process exits normally.
+    """
+    try:
+        main()
+        code: object = 0
+    except SystemExit as exc:
+        code = exc.code
+    if threading.active_count() > 1:
+        sys.exit(code)
+    if code is None:
+        status = 0
+    elif isinstance(code, int):
+        status = code
+    else:  # as Python does with a SystemExit that carries a message
+        print(code, file=sys.stderr)
+        status = 1
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # a closed pipe or stream: nothing more can reach it
+            pass
+    os._exit(status)
 
 
 def _error(message: str) -> None:
