@@ -205,3 +205,27 @@ def test_run_dir_that_is_a_file_is_refused(tmp_path):
     with pytest.raises(ConfigError, match="is a file, not a directory"):
         RunStore(path)
     assert path.read_text() == "x"
+
+
+def test_a_trace_reads_back_as_json_dumps_would_have_stored_it(tmp_path):
+    """The store writes traces with pydantic-core's encoder; every value reads back as it did through json.dumps."""
+    import json
+    import math
+
+    import numpy as np
+
+    from assay.run.store import json_text
+    from assay.types import Judgment, Usage
+
+    trace = {"distribution": {1: 0.25, 5: 0.75}, "missing": float("nan"), "top": float("inf"), "pair": (1, "x"),
+             "text": "café\u2028– «ok»", "mass": np.float64(0.5), "nested": [{"a": None, "b": True}], "tiny": 1e-06}
+    with RunStore(tmp_path) as store:
+        store.add_judgment(Judgment(sample_id="s", dimension="d", method="direct", judge="j", score=1.0, trace=trace,
+                                    usage={"score": Usage(calls=1, latency_s=0.5)}))
+        [stored] = store.judgments()
+    expected = json.loads(json.dumps(trace, ensure_ascii=False))
+    assert math.isnan(stored.trace.pop("missing")) and math.isnan(expected.pop("missing"))
+    assert stored.trace == expected and stored.usage == {"score": Usage(calls=1, latency_s=0.5)}
+    for refused in ({"n": np.int64(3)}, {"f": np.float32(0.5)}):  # what json.dumps refused is refused still
+        with pytest.raises(TypeError):
+            json_text(refused)
