@@ -119,3 +119,36 @@ def test_stage1_prompts_fence_the_text_and_show_the_answer_format():
     assert '"facts"' in fact.splitlines()[-1]
     split = build_split_prompt(spec.split_prompt, "One. Two.", "summary")
     assert "<<<SUMMARY>>>" in split and '"sentences"' in split
+
+
+def test_a_text_is_split_into_sentences_once_and_each_caller_gets_its_own_list(monkeypatch):
+    from assay.methods.seal import units
+
+    segmented: list[str] = []
+    real = units._segmenter()
+
+    class Counting:
+        def segment(self, text: str) -> list[str]:
+            segmented.append(text)
+            return real.segment(text)
+
+    monkeypatch.setattr(units, "_segmenter", Counting)
+    units._sentences.cache_clear()
+    text = "The cat sat. It was   warm.\nThen it left."
+    first = units.split_sentences(text)
+    first.append("changed by one caller")
+    assert units.split_sentences(text) == ["The cat sat.", "It was warm.", "Then it left."]
+    assert segmented == [text]  # once for both calls (a unit per dimension of the same output)
+    units._sentences.cache_clear()
+
+
+def test_defuse_curls_the_quotes_of_answer_keys_key_by_key():
+    from assay.methods.seal.prompts import defuse
+
+    text = 'He wrote {"Fluency ": "1,1", "note": "fine"} and " units " twice: "units"'
+    out = defuse(text, ["fluency", "units"])
+    assert out == 'He wrote {“Fluency”: "1,1", "note": "fine"} and “units” twice: “units”'
+    assert defuse(text, iter(["fluency", "units"])) == out and defuse(text, []) == text
+    # key by key, in the order given: the first key's quotes are taken before the second key is looked for
+    assert defuse('"a""b"', ["b", "a"]) == '“a”“b”'
+    assert defuse('"units"fluency"', ["units", "fluency"]) == '“units”fluency"'

@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 from assay.answers.fence import MATERIAL_NOTE, fence
@@ -77,11 +78,23 @@ def defuse(text: str, keys: Iterable[str]) -> str:
     """Turn ``"key"`` (an answer key in double quotes) inside judged text into curly quotes.
 
     A judged text that contains ``{"fluency": "1,1"}`` could otherwise pass for an answer in the
-    judge's eyes; the words stay readable.
+    judge's eyes; the words stay readable. Kept per text and key set: a source is shown in the prompt of every
+    unit about it.
     """
-    for key in keys:
-        text = re.sub(rf'"\s*({re.escape(key)})\s*"', r"“\1”", text, flags=re.IGNORECASE)
+    return _defused(text, tuple(keys))
+
+
+@lru_cache(maxsize=4096)
+def _defused(text: str, keys: tuple[str, ...]) -> str:
+    for pattern in _quoted_keys(keys):  # key by key, in order
+        text = pattern.sub(r"“\1”", text)
     return text
+
+
+@lru_cache(maxsize=64)
+def _quoted_keys(keys: tuple[str, ...]) -> tuple[re.Pattern[str], ...]:
+    """Each of ``keys`` alone in double quotes, compiled once per key set."""
+    return tuple(re.compile(rf'"\s*({re.escape(k)})\s*"', re.IGNORECASE) for k in keys)
 
 
 @dataclass(frozen=True)

@@ -54,12 +54,23 @@ def split_sentences(text: str) -> list[str]:
     """Sentences of ``text`` by pysbd's rule-based English segmenter: deterministic, no judge call.
 
     Whitespace inside a sentence is collapsed (line breaks would otherwise let a sentence forge the
-    numbered list the judge reads); empty pieces are dropped.
+    numbered list the judge reads); empty pieces are dropped. A text is split once and kept
+    (:data:`_SPLIT_TEXTS` of them): it is judged for each of a dataset's dimensions, and pysbd takes about as long
+    as the rest of a unit's work.
     """
+    return list(_sentences(text))
+
+
+#: Texts kept split: a run's outputs in flight, each judged for every dimension.
+_SPLIT_TEXTS = 4096
+
+
+@lru_cache(maxsize=_SPLIT_TEXTS)
+def _sentences(text: str) -> tuple[str, ...]:
     if not text.strip():
-        return []
+        return ()
     pieces = (_one_line(p) for p in _segmenter().segment(text))
-    return [p for p in pieces if p]
+    return tuple(p for p in pieces if p)
 
 
 def _one_line(text: str) -> str:
