@@ -177,7 +177,8 @@ def own_answer(answer: str, prompt: str | None = None) -> OwnAnswer:
     # wrote after the echo is still read. Alone (a copy, not an echo), it makes the whole answer unusable.
     if any(v not in (None, "weak", REPEATS_JUDGED) for v in verdict):
         repeated = []
-    out, reasons = [], {}
+    out: list[str] = []
+    reasons: dict[str, int] = {}
     for line, v in zip(lines, verdict, strict=True):
         if v is None or not line.strip():
             out.append(line)
