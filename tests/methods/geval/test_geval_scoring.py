@@ -241,3 +241,21 @@ def test_text_ratings_rejected_and_recorded(text: str, why: str) -> None:
     parsed = parse_rating(text, L5, "coherence", strict=True)
     assert parsed.value is None and why in (parsed.error or "")
     assert parsed.raw == text
+
+
+@pytest.mark.parametrize(("tokens", "scored"), [(("Coherence", ":", " ", "4"), True), (("No", " idea"), False)])
+def test_the_estimate_reads_the_judges_own_answer_once(monkeypatch, tokens, scored) -> None:
+    """The echo guard runs once per answer: its result serves the forged-line check, the score position and the
+    reason for no score."""
+    from assay.methods.geval import scoring
+
+    calls: list[str] = []
+    real = scoring.own_answer
+
+    def counting(answer: str, prompt: str | None = None) -> object:
+        calls.append(answer)
+        return real(answer, prompt)
+
+    monkeypatch.setattr(scoring, "own_answer", counting)
+    est = scoring.logprob_estimate(written(*tokens), L5, "Coherence", prompt="Rate it.\n- Coherence:")
+    assert (est.score is not None) is scored and calls == ["".join(tokens)]

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from assay.answers.echo import own_answer
+from assay.answers.echo import OwnAnswer, own_answer
 from assay.answers.parsing import Parsed
 from assay.judges.base import TokenLogprobs
 from assay.types import Scale
@@ -78,7 +78,7 @@ def _list_marker(positions: Sequence[TokenLogprobs], i: int, text: str, offsets:
 
 
 def find_score_position(positions: Sequence[TokenLogprobs], scale: Scale, label: str | None = None, *,
-                        prompt: str | None = None) -> int | None:
+                        prompt: str | None = None, own: OwnAnswer | None = None) -> int | None:
     """Index of the generated position where the judge writes its rating, or None.
 
     The form ends with ``- Coherence:``, so the first rating piece the judge writes is its
@@ -86,18 +86,19 @@ def find_score_position(positions: Sequence[TokenLogprobs], scale: Scale, label:
     judge's echo of the prompt from being read as its rating: tokens on lines that echo the
     prompt or the judged text (:func:`assay.answers.echo.own_answer`) are never the rating; when the
     answer restates the form's label (``Coherence:``) on its own lines, the first rating piece
-    after it counts; and list numbers (``1. Read the article``) are skipped.
+    after it counts; and list numbers (``1. Read the article``) are skipped. ``own`` is the answer's
+    :func:`own_answer` against ``prompt`` where the caller has it already.
     """
     text, offsets = _offsets(positions)
-    own = own_answer(text, prompt).text
+    mine = (own or own_answer(text, prompt)).text
     starts = [0]
     if label:
-        m = re.search(rf"{re.escape(label)}\s*\**\s*(?:\([^)]*\))?\s*:", own, re.IGNORECASE)
+        m = re.search(rf"{re.escape(label)}\s*\**\s*(?:\([^)]*\))?\s*:", mine, re.IGNORECASE)
         if m:
             starts.insert(0, m.end())
     for start in starts:
         for i, pos in enumerate(positions):
-            if offsets[i] >= start and is_rating_piece(pos.token, scale) and _own(own, offsets[i], pos.token) \
+            if offsets[i] >= start and is_rating_piece(pos.token, scale) and _own(mine, offsets[i], pos.token) \
                     and not _list_marker(positions, i, text, offsets):
                 return i
     return None
@@ -200,12 +201,11 @@ def logprob_estimate(positions: Sequence[TokenLogprobs] | None, scale: Scale, la
     """
     if not positions:
         return Estimate(None, error="the judge returned no log-probabilities")
-    forged = own_answer("".join(p.token for p in positions), prompt).forged
-    if forged:
-        return Estimate(None, error=forged, details={"generated_tokens": [p.token for p in positions]})
-    index = find_score_position(positions, scale, label, prompt=prompt)
+    own = own_answer("".join(p.token for p in positions), prompt)  # read once: forged, position, why not
+    if own.forged:
+        return Estimate(None, error=own.forged, details={"generated_tokens": [p.token for p in positions]})
+    index = find_score_position(positions, scale, label, prompt=prompt, own=own)
     if index is None:
-        own = own_answer("".join(p.token for p in positions), prompt)
         why = f" ({own.describe()})" if own.echoed else ""
         return Estimate(None, error=f"no rating token on the {scale.label()} scale in the judge's own answer{why}",
                         details={"generated_tokens": [p.token for p in positions]})
