@@ -214,7 +214,7 @@ def test_a_trace_reads_back_as_json_dumps_would_have_stored_it(tmp_path):
 
     import numpy as np
 
-    from assay.run.store import json_text
+    from assay.common.jsontext import dumps as json_text
     from assay.types import Judgment, Usage
 
     trace = {"distribution": {1: 0.25, 5: 0.75}, "missing": float("nan"), "top": float("inf"), "pair": (1, "x"),

@@ -40,6 +40,17 @@ async def test_plain_answer_and_usage(server):
     assert server.requests[0]["messages"][0]["content"] == "Rate it."
 
 
+async def test_the_body_is_utf8_json_and_the_server_reads_the_prompt_as_sent(server):
+    """The body is encoded by pydantic-core (UTF-8, not ASCII escapes): any text arrives as written; a lone surrogate
+    (a text decoded from broken JSON) as its escape, through json.dumps."""
+    judge = managed(server)
+    for text in ("Rate it: café « ‹‹‹ » “quoted” \u2028 漢字 😀 \\ \"\n\ttab", "broken \ud83d pair"):
+        resp = await judge.generate(Request.chat(text, max_tokens=8, stop=("\n\n",)), stage="score")
+        assert resp.text == "3"
+        assert server.requests[-1]["messages"][0]["content"] == text and server.requests[-1]["stop"] == ["\n\n"]
+    await judge.aclose()
+
+
 @pytest.mark.parametrize("status", [429, 503])
 async def test_rate_limit_honours_retry_after(server, status):
     server.enqueue(Behaviour(kind="error", status=status, retry_after=0.6))

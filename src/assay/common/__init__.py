@@ -1,1 +1,1 @@
-"""What every subsystem shares and none owns: plugin registries and content hashes."""
+"""What every subsystem shares and none owns: plugin registries, content hashes and hot-path JSON text."""

@@ -21,6 +21,7 @@ from urllib.parse import parse_qsl, unquote, urlsplit, urlunsplit
 
 from pydantic import Field, ValidationError
 
+from assay.common import jsontext
 from assay.errors import (
     ConfigError,
     FatalJudgeError,
@@ -398,7 +399,7 @@ class OpenAIJudge(Judge):
             raw = await self._post_sdk(self._client_now(), self.payload(request))
         else:
             self._session_now()
-            raw = await self._post_direct(json.dumps(self.payload(request)).encode())
+            raw = await self._post_direct(jsontext.dumps(self.payload(request), ensure_ascii=True).encode())
         return to_response(raw, time.perf_counter() - start, self._where)
 
     async def _post_direct(self, body: bytes) -> Any:

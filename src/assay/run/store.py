@@ -17,8 +17,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-import pydantic_core
-
+from assay.common import jsontext
 from assay.errors import AssayError, ConfigError, InputError
 from assay.run.batches import BatchRecords
 from assay.run.cache import CallCache
@@ -246,7 +245,7 @@ class RunStore:
             "trace=excluded.trace, usage=excluded.usage, created=excluded.created, status=excluded.status "
             f"WHERE judgments.status IN {replaced}",
             (j.sample_id, j.dimension, j.method, j.judge, j.score, j.error,
-             json_text(j.trace), json_text(j.usage), time.time(), j.status),
+             jsontext.dumps(j.trace), jsontext.dumps(j.usage), time.time(), j.status),
         )
         if cursor.rowcount == 0:
             raise sqlite3.IntegrityError(f"unit ({j.sample_id}, {j.dimension}) is stored already ({DB_NAME})")
@@ -266,7 +265,7 @@ class RunStore:
                 "INSERT INTO judgments (sample_id, dimension, method, judge, score, error, trace, usage, created, "
                 "status) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [(j.sample_id, j.dimension, j.method, j.judge, j.score, j.error,
-                  json_text(j.trace), json_text(j.usage), time.time(), j.status) for j in judgments])
+                  jsontext.dumps(j.trace), jsontext.dumps(j.usage), time.time(), j.status) for j in judgments])
             self.set_meta("manifest", manifest)
             for kind, message in notes:
                 self.add_note(kind, message)
@@ -445,17 +444,6 @@ def check_run_dir(run_dir: str | Path) -> None:
     if path.exists() and not path.is_dir():
         raise ConfigError(f"{path}: the run directory (--run-dir) is a file, not a directory; "
                           "give a directory (new or holding a run)")
-
-
-def json_text(value: Any) -> str:
-    """A judgment's trace or usage as the JSON text the store keeps: pydantic-core's encoder (a fifth of
-    ``json.dumps``'s time on a G-Eval trace, written for every unit), non-ASCII kept and NaN written as ``json.dumps``
-    writes it, so that ``json.loads`` reads back the same values. What it cannot encode is left to ``json.dumps``
-    (which encodes it, or refuses it as before)."""
-    try:
-        return pydantic_core.to_json(value, inf_nan_mode="constants").decode()
-    except pydantic_core.PydanticSerializationError:
-        return json.dumps(value, ensure_ascii=False)
 
 
 def _connect(db: Path, *, readonly: bool) -> sqlite3.Connection:
