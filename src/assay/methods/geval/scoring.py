@@ -90,7 +90,7 @@ def find_score_position(positions: Sequence[TokenLogprobs], scale: Scale, label:
     :func:`own_answer` against ``prompt`` where the caller has it already.
     """
     text, offsets = _offsets(positions)
-    mine = (own or own_answer(text, prompt)).text
+    mine = (own if own is not None else own_answer(text, prompt)).text
     starts = [0]
     if label:
         m = re.search(rf"{re.escape(label)}\s*\**\s*(?:\([^)]*\))?\s*:", mine, re.IGNORECASE)
