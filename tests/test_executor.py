@@ -184,3 +184,39 @@ def test_judging_collects_the_young_generation_less_often_and_restores_the_thres
             assert gc.get_threshold() == (10**6, 11, 12)
     finally:
         gc.set_threshold(*before)
+
+
+def test_one_call_methods_keep_as_many_units_in_flight_as_call_slots(tmp_path: Path, monkeypatch) -> None:
+    """Issue 28: more one-call units than call slots would only wait on the slots' semaphore (CPU for nothing);
+    a method whose units make several calls in turn keeps twice as many, so that no slot idles. A wrapper around
+    the method (re-asks, the context check) says what the method says."""
+    import assay
+    from assay.datasets import load_dataset
+    from assay.methods import get_method, make_method
+    from assay.run import session
+    from assay.run.executor import default_unit_concurrency
+    from assay.run.reask import Reasking
+
+    judge = ManagedJudge(ScriptedJudge(lambda r: "3"), concurrency=5)
+    for name, units in [("direct", 5), ("geval", 5), ("checkeval", 10), ("seal", 10)]:
+        method = make_method(name)
+        assert default_unit_concurrency(judge, method) == units, name
+        assert default_unit_concurrency(judge, Reasking(method, {})) == units, name
+    assert default_unit_concurrency(judge) == 10
+    assert not get_method("gereval").one_call_per_unit  # it may re-ask an unusable answer
+    assert not get_method("pairwise").one_call_per_unit  # both orders of a pair
+    assert default_unit_concurrency(ManagedJudge(ScriptedJudge(lambda r: "3"), concurrency=1),
+                                    make_method("checkeval")) == 1
+
+    bounds = []
+    real = session.execute
+
+    async def spy(*args, **kwargs):
+        bounds.append(kwargs["concurrency"])
+        return await real(*args, **kwargs)
+
+    monkeypatch.setattr(session, "execute", spy)
+    data = load_dataset("summeval")
+    assay.evaluate(data, method="direct", judge=ScriptedJudge(lambda r: "3"), run_dir=tmp_path / "run", concurrency=2,
+                   limit=3)
+    assert bounds == [2]

@@ -214,6 +214,9 @@ class Method(abc.ABC):
     #: Whether the method judges pairs of outputs (its score: the preference for the first of the pair, 1 / 0.5 / 0,
     #: both orders in the trace): ``assay meta``, ``assay probe`` and the viewer then report pairwise statistics.
     compares_pairs: ClassVar[bool] = False
+    #: Whether each unit makes one judge call (Direct, G-Eval), not several in turn: the executor then keeps as many
+    #: units in flight as the judge has call slots (:func:`assay.run.executor.default_unit_concurrency`).
+    one_call_per_unit: ClassVar[bool] = False
     #: The artifacts this method's build steps write outside a run, by the name ``assay.prepare`` takes.
     builds: ClassVar[dict[str, ArtifactKind]] = {}
 

@@ -500,7 +500,7 @@ class JudgeWorker:
         report).
         """
         if self._slots is None:
-            self._slots = asyncio.Semaphore(default_unit_concurrency(self.judge))
+            self._slots = asyncio.Semaphore(default_unit_concurrency(self.judge, self.method))
         if self._watching is None and self.judge._relay.watch is not None:
             self._watching = asyncio.ensure_future(self._watch_driver())
         events: asyncio.Queue[tuple[Any, ...]] = asyncio.Queue()

@@ -431,8 +431,8 @@ class RunSession:
                                       judge_options=s.judge_options, concurrency=s.concurrency, retry=s.retry,
                                       prices=s.prices, on_update=update))[1]
         batcher = self.batcher
-        return (await execute(runner, units, ctx, store,
-                              concurrency=len(units) if batcher is not None else default_unit_concurrency(managed),
+        in_flight = len(units) if batcher is not None else default_unit_concurrency(managed, runner)
+        return (await execute(runner, units, ctx, store, concurrency=in_flight,
                               on_update=update, unit_scope=batcher.unit if batcher is not None else None))[1]
 
     def _record_usage(self) -> None:
