@@ -15,6 +15,7 @@ import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 from assay.answers.echo import OwnAnswer, own_answer
@@ -42,14 +43,37 @@ class Estimate:
 
 def rating_strings(scale: Scale) -> dict[str, int]:
     """The valid ratings of an integer scale as the digit strings a judge writes, e.g. ``{"1": 1}``."""
-    return {str(v): v for v in scale.values()}
+    return dict(_ratings(scale).values)
+
+
+@dataclass(frozen=True)
+class _Ratings:
+    """An integer scale's ratings as a judge writes them, with the digit strings that begin one: every score
+    position's top-k tokens are looked up here (sets, not a scan over the ratings per token)."""
+
+    values: dict[str, int]
+    starts: frozenset[str]  # "1" and "10" of a 1-10 scale: a rating or the first digits of one
+    unfinished: frozenset[str]  # "1" of a 1-10 scale: the first digits of a longer rating
+
+
+@lru_cache(maxsize=64)
+def _ratings_of(low: float, high: float) -> _Ratings:
+    values = {str(v): v for v in range(math.ceil(low), math.floor(high) + 1)}
+    return _Ratings(values, frozenset(v[:k] for v in values for k in range(1, len(v) + 1)),
+                    frozenset(v[:k] for v in values for k in range(1, len(v))))
+
+
+def _ratings(scale: Scale) -> _Ratings:
+    if not scale.integer:
+        raise ValueError("a continuous scale has no finite list of values")
+    return _ratings_of(scale.low, scale.high)
 
 
 def is_rating_piece(token: str, scale: Scale) -> bool:
     """Whether a generated token starts a valid rating: after stripping whitespace it is a rating
     (``'3'``, ``' 3'``, ``'10'``) or the first digits of a multi-token one (``'1'`` of ``'10'``)."""
     s = token.strip()
-    return s.isdigit() and s.isascii() and any(v.startswith(s) for v in rating_strings(scale))
+    return s in _ratings(scale).starts  # ASCII digits only: not '３', not ''
 
 
 def _offsets(positions: Sequence[TokenLogprobs]) -> tuple[str, list[int]]:
@@ -131,7 +155,7 @@ def _digits(token: str) -> bool:
 
 
 def _resolve(positions: Sequence[TokenLogprobs], index: int, i: int, prefix: str, weight: float,
-             values: dict[str, int], out: _Masses) -> None:
+             ratings: _Ratings, out: _Masses) -> None:
     """Assign ``weight``, the probability of the judge writing ``prefix`` (last piece at ``i``).
 
     A multi-token rating such as ``'10'`` written as ``'1'`` + ``'0'`` is resolved by the next
@@ -139,7 +163,8 @@ def _resolve(positions: Sequence[TokenLogprobs], index: int, i: int, prefix: str
     describes what follows ``prefix`` where the judge actually wrote ``prefix``; elsewhere
     the mass stays unresolved (kept out of the distribution, counted in the trace).
     """
-    if not any(v != prefix and v.startswith(prefix) for v in values):
+    values = ratings.values
+    if prefix not in ratings.unfinished:
         out.add_valid(values[prefix], weight)
         return
     written = "".join(p.token for p in positions[index:i + 1]).strip()
@@ -149,8 +174,8 @@ def _resolve(positions: Sequence[TokenLogprobs], index: int, i: int, prefix: str
     for top in positions[i + 1].top:
         p = weight * math.exp(top.logprob)
         extended = prefix + top.token
-        if _digits(top.token) and any(v.startswith(extended) for v in values):
-            _resolve(positions, index, i + 1, extended, p, values, out)
+        if _digits(top.token) and extended in ratings.starts:
+            _resolve(positions, index, i + 1, extended, p, ratings, out)
         elif _digits(top.token):
             out.add_invalid(extended, p)
         elif prefix in values:
@@ -159,20 +184,21 @@ def _resolve(positions: Sequence[TokenLogprobs], index: int, i: int, prefix: str
             out.add_invalid(extended, p)
 
 
-def rating_masses(positions: Sequence[TokenLogprobs], index: int, scale: Scale) -> _Masses:
+def rating_masses(positions: Sequence[TokenLogprobs], index: int, scale: Scale,
+                  probabilities: Sequence[float] | None = None) -> _Masses:
     """The probability mass of every valid rating at the score position ``index``.
 
     Each top-k token is stripped of surrounding whitespace (``' 3'`` and ``'3'`` both mean 3,
     and their masses add up); tokens that are no rating (words, out-of-scale numbers,
-    ``'3.'``) hold invalid mass.
+    ``'3.'``) hold invalid mass. ``probabilities``: the top-k tokens' probabilities where the caller has them.
     """
-    values = rating_strings(scale)
+    ratings = _ratings(scale)
     out = _Masses()
-    for top in positions[index].top:
-        p = math.exp(top.logprob)
+    tops = positions[index].top
+    for top, p in zip(tops, probabilities or [math.exp(t.logprob) for t in tops], strict=True):
         s = top.token.strip()
-        if _digits(s) and any(v.startswith(s) for v in values):
-            _resolve(positions, index, index, s, p, values, out)
+        if s in ratings.starts:
+            _resolve(positions, index, index, s, p, ratings, out)
         else:
             out.add_invalid(top.token, p)
     return out
@@ -209,7 +235,9 @@ def logprob_estimate(positions: Sequence[TokenLogprobs] | None, scale: Scale, la
         why = f" ({own.describe()})" if own.echoed else ""
         return Estimate(None, error=f"no rating token on the {scale.label()} scale in the judge's own answer{why}",
                         details={"generated_tokens": [p.token for p in positions]})
-    masses = rating_masses(positions, index, scale)
+    tops = positions[index].top
+    probabilities = [math.exp(t.logprob) for t in tops]
+    masses = rating_masses(positions, index, scale, probabilities)
     dist = renormalise(masses.valid)
     details = {
         "score_position": index,
@@ -218,7 +246,7 @@ def logprob_estimate(positions: Sequence[TokenLogprobs] | None, scale: Scale, la
         "invalid_mass": round(masses.invalid, 6),
         "unresolved_mass": round(masses.unresolved, 6),
         "invalid_tokens": {t: round(p, 6) for t, p in sorted(masses.invalid_tokens.items(), key=lambda kv: -kv[1])},
-        "top_tokens": [[t.token, round(math.exp(t.logprob), 6)] for t in positions[index].top],
+        "top_tokens": [[t.token, round(p, 6)] for t, p in zip(tops, probabilities, strict=True)],
     }
     if not dist:
         return Estimate(None, error="no probability on any valid rating at the score position", details=details)
