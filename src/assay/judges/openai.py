@@ -416,7 +416,7 @@ class OpenAIJudge(Judge):
         except (TimeoutError, aiohttp.ClientError, OSError) as exc:
             raise self._connection_error(exc) from exc
         try:
-            return json.loads(data)
+            return jsontext.loads(data)
         except ValueError as exc:  # not JSON at all (a proxy's HTML page, a truncated body)
             raise TransientJudgeError(f"malformed response body from {self._where}: {exc}; "
                                       f"body starts {data[:120]!r}") from exc
