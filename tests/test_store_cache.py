@@ -325,3 +325,18 @@ async def test_concurrency_is_bounded_per_judge():
     await asyncio.gather(*(judge.generate(Request.chat(f"call {i}")) for i in range(20)))
     assert Slow.peak == 3 and Slow.in_flight == 0
     assert judge.ledger.total().calls == 20
+
+
+def test_cache_keys_stay_those_of_stored_runs():
+    """A call's key is what a resumed run looks its answer up by: the same request and judge must keep the key an
+    earlier assay wrote (the first was computed by the code issue 28 was filed on, e769ff7), or a resumed run pays
+    again for every call."""
+    from assay.judges.base import JudgeIdentity
+    from assay.judges.middleware import call_key
+
+    who = JudgeIdentity(backend="openai", model="gpt-4o-mini", base_url="http://127.0.0.1:8080/v1")
+    greedy = Request.chat("Rate the summary « café » 1-5.", system="You judge.", max_tokens=8, top_logprobs=20)
+    assert call_key(who, greedy) == "6712ab8762e775ffa85e93f55f3ec252a8c32821eddd6d32cf9b399398e1b56e"
+    sampled = Request.chat("x", temperature=0.7, n=3, sample_index=2, stop=("\n",), json_schema='{"type":"object"}',
+                           attempt=1)
+    assert call_key(who, sampled) == "939f3631439c52bc6d0d84f0a50ba61f171c3cac0d7b7888b275f25aae017bb5"

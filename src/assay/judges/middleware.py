@@ -50,8 +50,13 @@ class CallCache(Protocol):
 
 def call_key(identity: JudgeIdentity, request: Request) -> str:
     """The cache key of a call: the judge's identity plus the request's full content."""
-    blob = json.dumps({"judge": _identity_digest(identity), "request": request.key_payload()}, sort_keys=True)
+    blob = _KEY_TEXT.encode({"judge": _identity_digest(identity), "request": request.key_payload()})
     return hashlib.sha256(blob.encode()).hexdigest()
+
+
+#: ``json.dumps(..., sort_keys=True)``'s encoder, built once (json.dumps builds one per call for non-default
+#: arguments): the same text, so the keys of stored runs stay theirs (tests/test_store_cache.py).
+_KEY_TEXT = json.JSONEncoder(sort_keys=True)
 
 
 _last_digest: tuple[JudgeIdentity | None, str] = (None, "")
