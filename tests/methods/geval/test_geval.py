@@ -9,6 +9,7 @@ import pytest
 import yaml
 
 import assay
+from assay.common.hashing import content_hash
 from assay.datasets import Dataset
 from assay.errors import ConfigError
 from assay.judges.base import Request
@@ -262,6 +263,7 @@ def test_logprobs_mode_reads_the_distribution(topical_chat: Dataset, tmp_path: P
     assert [t[0] for t in j.trace["top_tokens"]] == ["2", "3", "1", "x"]
     req = next(r for r in judge.requests if not is_steps_request(r))
     assert req.top_logprobs == 20 and req.temperature == 0
+    assert j.trace["prompt_sha256"] == content_hash(req.messages[-1].content)  # the prompt the judge was sent
 
 
 def test_logprobs_without_a_rating_token_is_a_recorded_failure(topical_chat: Dataset, tmp_path: Path) -> None:

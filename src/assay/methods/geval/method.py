@@ -418,7 +418,8 @@ class GEval(Method):
             prompt = build_prompt(sample, dimension, ctx.dataset.info, plan.criteria, plan.steps)
         schema = self.schema_text(ctx, "score", rated)
         request = score_request(prompt, self.mode, self.options, self.top_logprobs, schema)
-        response = (await ask(ctx.judge, request, stage="score")).response  # read below, with any top-up
+        asked = await ask(ctx.judge, request, stage="score")
+        response = asked.response  # read below, with any top-up
         sampled: dict[str, Any] = {}
         if self.mode == "sampling" and len(response.choices) < request.n:
             response, sampled = await self._top_up(request, response, ctx)
@@ -427,7 +428,7 @@ class GEval(Method):
         trace: dict[str, Any] = {
             "mode": self.mode, "answer_format": ctx.answer_format,
             "steps_sha256": plan.steps_sha256, "criteria_source": plan.criteria.source,
-            "prompt_sha256": content_hash(prompt),
+            "prompt_sha256": asked.calls[0].prompt_sha256,  # the prompt's hash, taken once by ask
             "distribution": {str(k): round(v, 6) for k, v in estimate.distribution.items()}, **read, **sampled}
         if self.fallback:
             trace |= {"mode_requested": self.options.mode, "fallback": self.fallback}
