@@ -220,3 +220,18 @@ def test_one_call_methods_keep_as_many_units_in_flight_as_call_slots(tmp_path: P
     assay.evaluate(data, method="direct", judge=ScriptedJudge(lambda r: "3"), run_dir=tmp_path / "run", concurrency=2,
                    limit=3)
     assert bounds == [2]
+
+
+def test_on_plan_hears_the_units_of_the_run_before_the_judge_is_asked(tmp_path: Path) -> None:
+    """``evaluate(on_plan=)``: samples x dimensions, done units included, before any judge call (the CLI starts its
+    summary's helper there)."""
+    import assay
+    from assay.datasets import load_dataset
+
+    judge = ScriptedJudge(lambda r: "3")
+    heard: list[tuple[int, int]] = []
+    data = load_dataset("summeval")
+    for _ in range(2):  # the second time every unit is done already
+        assay.evaluate(data, method="direct", judge=judge, run_dir=tmp_path / "run", limit=3,
+                       on_plan=lambda units: heard.append((units, len(judge.requests))))
+    assert heard == [(3 * 4, 0), (3 * 4, 3 * 4)]

@@ -218,8 +218,9 @@ def test_a_folder_named_assay_in_the_working_directory_does_not_stop_the_helper(
 
 
 def test_assay_run_prints_the_same_table_with_and_without_the_helper(tmp_path, monkeypatch) -> None:
-    """A run of at least ``AHEAD_MIN_UNITS`` units to judge starts the helper when judging starts; the table it
-    prints is the one a run computing it itself prints."""
+    """A run of at least ``AHEAD_MIN_UNITS`` units starts the helper as soon as its plan is known, before any
+    request (issue 28: its imports then overlap the judge's start, not only the judging); the table it prints is
+    the one a run computing it itself prints."""
     import hashlib
 
     from typer.testing import CliRunner
@@ -229,9 +230,11 @@ def test_assay_run_prints_the_same_table_with_and_without_the_helper(tmp_path, m
     from assay.testing import Behaviour, FakeOpenAIServer
 
     started: list[ahead_module.SummaryAhead] = []
+    requests_before: list[int] = []
     real_start = ahead_module.SummaryAhead.start
 
     def spy() -> ahead_module.SummaryAhead:
+        requests_before.append(len(server.requests))
         started.append(real_start())
         return started[-1]
 
@@ -251,6 +254,7 @@ def test_assay_run_prints_the_same_table_with_and_without_the_helper(tmp_path, m
             assert res.exit_code == 0, res.output
             outputs[name] = res.output.split("calls ")[0]
             assert len(started) == 1  # started by the first run only
+    assert requests_before == [0]  # before the judge was asked anything (its capability probe included)
     assert started[0].fell_back == "" and "computed in this process" not in outputs["helper"]
     assert outputs["helper"] == outputs["here"]
     assert "coherence" in outputs["here"] and "pearson" in outputs["here"]

@@ -34,6 +34,7 @@ async def evaluate_async(
     concurrency: int | None = None,
     retry: RetryPolicy | None = None,
     prices: PriceTable | None = None,
+    on_plan: Callable[[int], None] | None = None,
     on_start: Callable[[int, int], None] | None = None,
     on_update: Callable[[Progress, ManagedJudge], None] | None = None,
     on_status: Callable[[str], None] | None = None,
@@ -67,6 +68,8 @@ async def evaluate_async(
         retry: Retry and timeout policy.
         prices: Price table for cost accounting (see :meth:`PriceTable.load`); it must price the
             judge's model. The cost goes into the manifest (``cost_usd``, ``usage`` per stage).
+        on_plan: Called with the number of units the run covers (samples x dimensions, done ones included) once the
+            plan is resolved, before the judge is loaded (the CLI starts its summary's helper process there).
         on_start: Called with (units to do, units already done) before work starts.
         on_update: Called after each unit (the CLI's progress bar).
         on_status: Called with a line saying what the run is doing before judging starts (loading the
@@ -106,6 +109,8 @@ async def evaluate_async(
     if estimate:
         return await estimate_run(plan, judge, judge_options=judge_options, run_dir=run_dir, prices=prices,
                                   batch=bool(batch))
+    if on_plan:
+        on_plan(len(plan.dataset.samples) * len(plan.dimensions))
     settings = RunSettings(judge_options=dict(judge_options or {}), concurrency=concurrency, retry=retry,
                            prices=prices, batch=batch, ray=ray_settings, executor=executor,
                            retry_parse_failures=retry_parse_failures)

@@ -42,9 +42,10 @@ out = Console(emoji=False)
 EXIT_INCOMPLETE = 3
 #: Seconds between two updates of the progress bar's counts (rich redraws at 10 Hz: more would be lost work).
 PROGRESS_EVERY_S = 0.1
-#: Units to judge from which a run computes its summary table in a helper process (:mod:`assay.report.ahead`):
-#: its imports then overlap the judging instead of following the last answer. A smaller run computes it itself,
-#: saving the helper's start (about a second of CPU on another core) where the table comes quickly either way.
+#: Units from which a run computes its summary table in a helper process (:mod:`assay.report.ahead`), started as
+#: soon as the plan says how many units the table covers: its imports then overlap the judge's loading and the
+#: judging instead of following the last answer. A smaller run computes it itself, saving the helper's start
+#: (about a second of CPU on another core) where the table comes quickly either way.
 AHEAD_MIN_UNITS = 500
 EXIT_USAGE = 2  # a usage error: an unknown command or flag, a missing argument (as click and typer exit)
 
@@ -152,13 +153,15 @@ def run(
         else:
             stages.update(stage, description=escape(message))
 
-    ahead: list[Any] = []  # the summary's helper process, started with a large run's judging
+    ahead: list[Any] = []  # the summary's helper process, started as soon as the run is known to be large
 
-    def on_start(todo: int, done: int) -> None:
-        if todo >= AHEAD_MIN_UNITS:
+    def on_plan(units: int) -> None:
+        if units >= AHEAD_MIN_UNITS:
             from assay.report.ahead import SummaryAhead
 
             ahead.append(SummaryAhead.start())
+
+    def on_start(todo: int, done: int) -> None:
         stages.stop()
         if done:
             console.print(f"[bold]resuming[/] {escape(str(run_path))}: {done} units already done, {todo} to go")
@@ -186,7 +189,8 @@ def run(
                           options=options, judge_options=judge_options(judge_opt), limit=limit, docs=docs,
                           concurrency=concurrency, retry=RetryPolicy(timeout_s=timeout, max_attempts=retries,
                                                              refused_s=refused_wait),
-                          prices=price_table, on_start=on_start, on_update=on_update, on_status=on_status,
+                          prices=price_table, on_plan=on_plan, on_start=on_start, on_update=on_update,
+                          on_status=on_status,
                           on_warning=on_warning,
                           batch=batch_options, retry_parse_failures=retry_parse_failures,
                           answer_format=answer_format,

@@ -3,8 +3,9 @@
 The summary table after ``assay run`` costs about 0.85 s for SummEval's 6,400 units, three quarters of it
 importing pandas and scipy.stats (docs/benchmarks.md). Imported in the run's own process, that comes after the
 last answer; imported by a thread beside the run, it holds the interpreter lock and slows the judging. A helper
-process started when judging starts (``python -m assay.report.ahead``) imports them on another core, then waits
-for the run directory on its standard input and answers with :func:`assay.report.summary.run_summary`'s table as
+process started as soon as the run's plan says it is large (``python -m assay.report.ahead``, from
+``evaluate(on_plan=)``) imports them on another core while the judge is loaded and asked, then waits for the run
+directory on its standard input and answers with :func:`assay.report.summary.run_summary`'s table as
 one JSON line. A run that fails or is interrupted ends it (:meth:`SummaryAhead.close`); one that is killed
 closes the pipe, and the helper ends with it.
 
@@ -28,7 +29,7 @@ ANSWER_TIMEOUT_S = 300.0
 
 
 class SummaryAhead:
-    """A helper process that will compute a run's summary table; start it when the run starts judging."""
+    """A helper process that will compute a run's summary table; start it as soon as the run's size is known."""
 
     def __init__(self, proc: subprocess.Popen[str] | None, reason: str = "") -> None:
         self._proc = proc
