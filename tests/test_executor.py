@@ -186,10 +186,11 @@ def test_judging_collects_the_young_generation_less_often_and_restores_the_thres
         gc.set_threshold(*before)
 
 
-def test_one_call_methods_keep_as_many_units_in_flight_as_call_slots(tmp_path: Path, monkeypatch) -> None:
-    """Issue 28: more one-call units than call slots would only wait on the slots' semaphore (CPU for nothing);
-    a method whose units make several calls in turn keeps twice as many, so that no slot idles. A wrapper around
-    the method (re-asks, the context check) says what the method says."""
+def test_units_in_flight_are_the_call_slots_unless_a_units_calls_come_in_turn(tmp_path: Path, monkeypatch) -> None:
+    """Issue 28: a unit that asks once, or asks all of its calls at once, needs no more units in flight than the
+    judge has call slots: more would only wait on the slots' semaphore (CPU for nothing). A method whose unit's
+    calls come one after another (SEAL's stages) keeps twice as many, so that no slot idles. A wrapper around the
+    method (re-asks, the context check) says what the method says."""
     import assay
     from assay.datasets import load_dataset
     from assay.methods import get_method, make_method
@@ -198,15 +199,14 @@ def test_one_call_methods_keep_as_many_units_in_flight_as_call_slots(tmp_path: P
     from assay.run.reask import Reasking
 
     judge = ManagedJudge(ScriptedJudge(lambda r: "3"), concurrency=5)
-    for name, units in [("direct", 5), ("geval", 5), ("checkeval", 10), ("seal", 10)]:
+    for name, units in [("direct", 5), ("geval", 5), ("checkeval", 5), ("seal", 10)]:
         method = make_method(name)
         assert default_unit_concurrency(judge, method) == units, name
         assert default_unit_concurrency(judge, Reasking(method, {})) == units, name
-    assert default_unit_concurrency(judge) == 10
-    assert not get_method("gereval").one_call_per_unit  # it may re-ask an unusable answer
-    assert not get_method("pairwise").one_call_per_unit  # both orders of a pair
+    assert not get_method("gereval").sequential_calls and not get_method("pairwise").sequential_calls
+    assert default_unit_concurrency(judge) == 10  # a method unknown: in turn, as a plugin's may be
     assert default_unit_concurrency(ManagedJudge(ScriptedJudge(lambda r: "3"), concurrency=1),
-                                    make_method("checkeval")) == 1
+                                    make_method("seal")) == 1
 
     bounds = []
     real = session.execute

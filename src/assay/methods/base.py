@@ -214,9 +214,12 @@ class Method(abc.ABC):
     #: Whether the method judges pairs of outputs (its score: the preference for the first of the pair, 1 / 0.5 / 0,
     #: both orders in the trace): ``assay meta``, ``assay probe`` and the viewer then report pairwise statistics.
     compares_pairs: ClassVar[bool] = False
-    #: Whether each unit makes one judge call (Direct, G-Eval), not several in turn: the executor then keeps as many
-    #: units in flight as the judge has call slots (:func:`assay.run.executor.default_unit_concurrency`).
-    one_call_per_unit: ClassVar[bool] = False
+    #: Whether a unit's judge calls come one after another (SEAL's stages): the executor then keeps twice as many
+    #: units in flight as the judge has call slots, so that a unit between two calls leaves no slot idle
+    #: (:func:`assay.run.executor.default_unit_concurrency`). A method whose unit asks once, or asks all of its calls
+    #: at once (CheckEval's question groups, a pair's two orders), sets False: as many units as slots keep every
+    #: slot busy. A re-ask after an unusable answer, the exception, does not count.
+    sequential_calls: ClassVar[bool] = True
     #: The artifacts this method's build steps write outside a run, by the name ``assay.prepare`` takes.
     builds: ClassVar[dict[str, ArtifactKind]] = {}
 

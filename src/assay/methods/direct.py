@@ -88,7 +88,7 @@ class Direct(Method):
     """Holistic scalar judgment (the papers' baseline: G-Eval without CoT and without probabilities)."""
 
     name = "direct"
-    one_call_per_unit = True
+    sequential_calls = False
     Options = DirectOptions
     Reader = DirectReader
     options: DirectOptions

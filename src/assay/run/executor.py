@@ -183,13 +183,13 @@ async def execute(
 
 
 def default_unit_concurrency(judge: ManagedJudge, method: Method | None = None) -> int:
-    """Units in flight: as many as the judge's call slots where each unit makes one call (the method's
-    :attr:`~assay.methods.base.Method.one_call_per_unit`), twice as many where a unit makes several in turn, so
-    that a unit preparing its next call leaves no slot idle.
+    """Units in flight: twice the judge's call slots where a unit's calls come one after another (the method's
+    :attr:`~assay.methods.base.Method.sequential_calls`), so that a unit preparing its next call leaves no slot
+    idle; as many as the slots where a unit asks once or all at once.
 
-    More units than slots for one-call units would only queue them on the slots' semaphore: each such wait and
-    wake-up cost CPU for nothing (7% of a 6,400-unit direct run's, docs/benchmarks.md).
+    More units than slots would then only queue them on the slots' semaphore: each such wait and wake-up cost CPU
+    for nothing (7% of a 6,400-unit direct run's, docs/benchmarks.md).
     """
-    if judge.concurrency == 1 or (method is not None and method.one_call_per_unit):
+    if judge.concurrency == 1 or (method is not None and not method.sequential_calls):
         return judge.concurrency
     return 2 * judge.concurrency

@@ -124,6 +124,7 @@ class CheckEval(Method):
     """Checklist-based evaluation (CheckEval): yes/no questions per sub-dimension, score = yes / answered."""
 
     name = "checkeval"
+    sequential_calls = False  # its question groups side by side
     Reader = CheckEvalReader
     builds: ClassVar[dict[str, ArtifactKind]] = {"checklist": ArtifactKind(ChecklistOptions, plan_checklist)}
     Options = CheckEvalOptions

@@ -241,7 +241,7 @@ class GEval(Method):
     """G-Eval: form-filling with auto-CoT evaluation steps and probability-weighted scores."""
 
     name = "geval"
-    one_call_per_unit = True  # a sampling top-up (a server capping n) asks again, rarely
+    sequential_calls = False  # a sampling top-up (a server capping n) asks again, rarely
     Reader = GEvalReader
     builds: ClassVar[dict[str, ArtifactKind]] = {"geval-steps": ArtifactKind(StepsOptions, plan_steps)}
     Options = GEvalOptions

@@ -83,6 +83,7 @@ class Pairwise(Method):
     """
 
     name = "pairwise"
+    sequential_calls = False  # both orders side by side
     Reader = PairwiseReader
     compares_pairs = True
     Options = PairwiseOptions
