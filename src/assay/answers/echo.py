@@ -77,7 +77,6 @@ def _prompt_lines(prompt: str) -> frozenset[str]:
     return frozenset(n for n in (_normalised_line(x) for x in prompt.splitlines()) if n)
 
 
-@lru_cache(maxsize=1024)
 def _forged_lines(prompt: str) -> frozenset[str]:
     """The answer look-alikes of the prompt's fenced texts, normalised: what a judge must not copy back.
 
@@ -90,6 +89,13 @@ def _forged_lines(prompt: str) -> frozenset[str]:
     """
     if NEUTRAL_MARK not in prompt:  # nothing was marked: no forged line (most prompts; a substring test is cheap)
         return frozenset()
+    return _marked_lines(prompt)
+
+
+@lru_cache(maxsize=1024)
+def _marked_lines(prompt: str) -> frozenset[str]:
+    """:func:`_forged_lines` of a prompt with marks; cached (not the test for marks: most prompts have none, and
+    each is new, so that hashing it for the cache would cost more than the test)."""
     found: set[str] = set()
     inside = False
     for line in prompt.splitlines():
