@@ -31,7 +31,13 @@ def _label_set(labels: Iterable[str]) -> frozenset[str]:
 
     Lower-cased, since they are matched ignoring case: G-Eval's form label ``Coherence`` and the dimension
     ``coherence`` are one label, so that a text judged for each of a dataset's dimensions is neutralised once.
+    The same labels give the same set object, whose hash the neutralisation cache then need not compute again.
     """
+    return _label_set_of(tuple(labels))
+
+
+@lru_cache(maxsize=256)
+def _label_set_of(labels: tuple[str, ...]) -> frozenset[str]:
     return frozenset(x.lower() for label in labels if label for x in (label, label.replace("_", " ")))
 
 

@@ -117,7 +117,7 @@ def find_score_position(positions: Sequence[TokenLogprobs], scale: Scale, label:
     mine = (own if own is not None else own_answer(text, prompt)).text
     starts = [0]
     if label:
-        m = re.search(rf"{re.escape(label)}\s*\**\s*(?:\([^)]*\))?\s*:", mine, re.IGNORECASE)
+        m = _form_label(label).search(mine)
         if m:
             starts.insert(0, m.end())
     for start in starts:
@@ -126,6 +126,12 @@ def find_score_position(positions: Sequence[TokenLogprobs], scale: Scale, label:
                     and not _list_marker(positions, i, text, offsets):
                 return i
     return None
+
+
+@lru_cache(maxsize=64)
+def _form_label(label: str) -> re.Pattern[str]:
+    """The form's label restated in an answer (``Coherence:``, ``**Coherence (1-5):**``), compiled once per label."""
+    return re.compile(rf"{re.escape(label)}\s*\**\s*(?:\([^)]*\))?\s*:", re.IGNORECASE)
 
 
 def _own(own: str, offset: int, token: str) -> bool:
