@@ -21,6 +21,7 @@ from assay.methods.geval.scoring import (
 from assay.types import Scale
 
 L5, L3, L10, BIN = Scale(low=1, high=5), Scale(low=1, high=3), Scale(low=1, high=10), Scale(low=0, high=1)
+SIGNED = Scale(low=-2, high=2)
 
 
 def pos(generated: str, table: dict[str, float]) -> TokenLogprobs:
@@ -44,6 +45,7 @@ def written(*tokens: str) -> list[TokenLogprobs]:
     ("0", L10, False), ("11", L10, False), ("0", BIN, True), ("2", BIN, False),
     ("", L5, False), (" ", L5, False), ("3.", L5, False), ("-1", L5, False), ("**", L5, False),
     ("three", L5, False), ("３", L5, False), ("Co", L5, False),
+    ("2", SIGNED, True), ("0", SIGNED, True), ("-", SIGNED, False), ("-2", SIGNED, False),  # a sign is no digit
 ])
 def test_rating_pieces(token: str, scale: Scale, expected: bool) -> None:
     assert is_rating_piece(token, scale) is expected

@@ -59,7 +59,8 @@ class _Ratings:
 @lru_cache(maxsize=64)
 def _ratings_of(low: float, high: float) -> _Ratings:
     values = {str(v): v for v in range(math.ceil(low), math.floor(high) + 1)}
-    return _Ratings(values, frozenset(v[:k] for v in values for k in range(1, len(v) + 1)),
+    starts = frozenset(v[:k] for v in values for k in range(1, len(v) + 1))
+    return _Ratings(values, frozenset(p for p in starts if _digits(p)),  # a sign is never read as a rating's start
                     frozenset(v[:k] for v in values for k in range(1, len(v))))
 
 
@@ -73,7 +74,7 @@ def is_rating_piece(token: str, scale: Scale) -> bool:
     """Whether a generated token starts a valid rating: after stripping whitespace it is a rating
     (``'3'``, ``' 3'``, ``'10'``) or the first digits of a multi-token one (``'1'`` of ``'10'``)."""
     s = token.strip()
-    return s in _ratings(scale).starts  # ASCII digits only: not '３', not ''
+    return s in _ratings(scale).starts  # ASCII digits only: not '３', not '', not '-'
 
 
 def _offsets(positions: Sequence[TokenLogprobs]) -> tuple[str, list[int]]:
