@@ -8,6 +8,7 @@ the schema and its migrations stay here, in one place.
 from __future__ import annotations
 
 import fcntl
+import functools
 import json
 import os
 import socket
@@ -316,18 +317,10 @@ class RunStore:
             f"SELECT j.sample_id, s.doc_id, s.system_id, j.dimension, j.method, j.judge, "
             f"{self._status_column()}, j.score, j.error, s.human FROM judgments j "
             "LEFT JOIN samples s ON s.id = j.sample_id ORDER BY j.created, j.rowid")
-        humans: dict[str, dict[str, Any]] = {}  # a sample's ratings, parsed once for all of its dimensions
-
-        def rating(human: str | None, dim: str) -> Any:
-            if not human:
-                return None
-            ratings = humans.get(human)
-            if ratings is None:
-                ratings = humans[human] = json.loads(human)
-            return ratings.get(dim)
-
+        ratings = functools.cache(json.loads)  # a sample's human ratings, parsed once for all of its dimensions
         return [{"sample_id": sid, "doc_id": doc, "system_id": system, "dimension": dim, "method": method,
-                 "judge": judge, "status": status, "score": score, "error": error, "human": rating(human, dim)}
+                 "judge": judge, "status": status, "score": score, "error": error,
+                 "human": (ratings(human) if human else {}).get(dim)}
                 for sid, doc, system, dim, method, judge, status, score, error, human in rows]
 
     # -- export ------------------------------------------------------------------------------

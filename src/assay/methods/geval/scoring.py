@@ -41,11 +41,6 @@ class Estimate:
     details: dict[str, Any] = field(default_factory=dict)
 
 
-def rating_strings(scale: Scale) -> dict[str, int]:
-    """The valid ratings of an integer scale as the digit strings a judge writes, e.g. ``{"1": 1}``."""
-    return dict(_ratings(scale).values)
-
-
 @dataclass(frozen=True)
 class _Ratings:
     """An integer scale's ratings as a judge writes them, with the digit strings that begin one: every score
@@ -57,17 +52,12 @@ class _Ratings:
 
 
 @lru_cache(maxsize=64)
-def _ratings_of(low: float, high: float) -> _Ratings:
-    values = {str(v): v for v in range(math.ceil(low), math.floor(high) + 1)}
+def _ratings(scale: Scale) -> _Ratings:
+    """The scale's ratings as digit strings, e.g. ``{"1": 1}`` (:meth:`Scale.values`: an integer scale's only)."""
+    values = {str(v): v for v in scale.values()}
     starts = frozenset(v[:k] for v in values for k in range(1, len(v) + 1))
     return _Ratings(values, frozenset(p for p in starts if _digits(p)),  # a sign is never read as a rating's start
                     frozenset(v[:k] for v in values for k in range(1, len(v))))
-
-
-def _ratings(scale: Scale) -> _Ratings:
-    if not scale.integer:
-        raise ValueError("a continuous scale has no finite list of values")
-    return _ratings_of(scale.low, scale.high)
 
 
 def is_rating_piece(token: str, scale: Scale) -> bool:
