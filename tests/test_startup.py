@@ -60,3 +60,23 @@ def test_a_cli_process_ends_with_its_status_its_exit_handlers_and_its_output_flu
             assert done.stdout.startswith("partial line without a newline")
             assert done.stdout.rstrip().endswith("exit handler ran")
     assert "No such command 'nosuchcmd'" in _ending(["nosuchcmd"]).stderr
+
+
+HELPER_IMPORTS = """
+import sys
+import assay.report.ahead
+import assay
+print(sorted(m for m in ("assay.api", "assay.judges", "assay.methods", "assay.run.session") if m in sys.modules))
+print(assay.evaluate.__module__, assay.Scale.__module__, sorted(set(assay.__all__) - set(dir(assay))))
+"""
+
+
+def test_the_summary_helper_imports_no_run_machinery_and_assay_still_names_its_api():
+    """``import assay.report.ahead`` (the helper process that computes a run's table beside the run, competing with
+    it for the CPU) loads the package without the API behind ``assay.evaluate``; each public name is imported when
+    first asked for, and every name in ``__all__`` is there."""
+    done = subprocess.run([sys.executable, "-c", HELPER_IMPORTS], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    loaded, names = done.stdout.strip().splitlines()
+    assert loaded == "[]"
+    assert names == "assay.api assay.types []"

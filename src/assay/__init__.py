@@ -11,15 +11,18 @@ The public API::
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from assay._version import __version__
-from assay.api import RunResult, evaluate, evaluate_async
-from assay.datasets import Dataset, list_datasets, load_dataset
-from assay.judges import load_judge
-from assay.methods import get_method, method_names
-from assay.run.store import RunStore
-from assay.types import Dimension, Judgment, Sample, Scale, Usage
+
+if TYPE_CHECKING:
+    from assay.api import RunResult, evaluate, evaluate_async
+    from assay.datasets import Dataset, list_datasets, load_dataset
+    from assay.judges import load_judge
+    from assay.methods import get_method, method_names
+    from assay.run.prepare import PrepareResult, prepare, prepare_async
+    from assay.run.store import RunStore
+    from assay.types import Dimension, Judgment, Sample, Scale, Usage
 
 
 def meta_evaluate(*args: object, **kwargs: object) -> object:
@@ -29,12 +32,22 @@ def meta_evaluate(*args: object, **kwargs: object) -> object:
     return _meta_evaluate(*args, **kwargs)  # type: ignore[arg-type]
 
 
-#: Imported on first use (PEP 562): the build steps behind ``prepare`` would double ``import assay``'s time.
-_LAZY = {"prepare": "assay.run.prepare", "prepare_async": "assay.run.prepare", "PrepareResult": "assay.run.prepare"}
+#: Where each public name lives, imported on first use (PEP 562): ``import assay.report.ahead`` (the run summary's
+#: helper process) or ``import assay.types`` then costs only what it uses, not the whole API (about 0.2 s), and the
+#: build steps behind ``prepare`` would double ``import assay``'s time.
+_LAZY = {
+    "RunResult": "assay.api", "evaluate": "assay.api", "evaluate_async": "assay.api",
+    "Dataset": "assay.datasets", "list_datasets": "assay.datasets", "load_dataset": "assay.datasets",
+    "load_judge": "assay.judges", "get_method": "assay.methods", "method_names": "assay.methods",
+    "prepare": "assay.run.prepare", "prepare_async": "assay.run.prepare", "PrepareResult": "assay.run.prepare",
+    "RunStore": "assay.run.store",
+    "Dimension": "assay.types", "Judgment": "assay.types", "Sample": "assay.types", "Scale": "assay.types",
+    "Usage": "assay.types",
+}
 
 
 def __getattr__(name: str) -> Any:
-    """``assay.prepare``, ``assay.prepare_async`` and ``assay.PrepareResult``, imported when first asked for."""
+    """The public names of :data:`_LAZY`, each imported when first asked for."""
     if name in _LAZY:
         import importlib
 
