@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from assay.answers.parsing import parse_choice, parse_rating
+from assay.answers import parsing
+from assay.answers.parsing import BARE, _candidates, parse_choice, parse_rating, rating_candidates
 from assay.types import Scale
 
 L5, L3 = Scale(low=1, high=5), Scale(low=1, high=3)
@@ -129,3 +132,19 @@ def test_choice_corpus(answer: str, expected: str) -> None:
         assert parsed.ok and parsed.value == expected, parsed.error
     else:
         assert parsed.value is None and expected in (parsed.error or "")
+
+
+@settings(max_examples=400, deadline=None)
+@given(answer=st.text(alphabet=" \t\n\r0123456789٣²", max_size=12), label=st.sampled_from([None, "coherence"]))
+def test_a_number_alone_is_read_as_the_searches_read_it(answer: str, label: str | None) -> None:
+    """The shortcut for an answer that is a number alone ("4", " 12\\n") finds what the full searches find, on
+    every answer of digits and whitespace: four-digit years, non-ASCII digits and several numbers included."""
+    assert rating_candidates(answer, label) == _candidates(answer, label)
+
+
+@pytest.mark.parametrize("answer", ["4", " 4\n", "\n\n10 ", "007"])
+def test_the_shortcut_is_taken_for_a_number_alone(answer: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(parsing, "_candidates", None)  # the searches are not run
+    (found,) = rating_candidates(answer, "coherence")
+    assert (found.value, found.level, found.text) == (float(answer.strip()), BARE, answer.strip())
+    assert parse_rating(answer, Scale(low=1, high=10)).value == float(answer.strip())

@@ -195,6 +195,17 @@ def rating_candidates(text: str, label: str | None = None) -> list[_Candidate]:
     Each candidate also says whether it stands on a list item (a breakdown's sub-score) and
     whether its clause makes it hypothetical ("keeps it from being a perfect 5 out of 5").
     """
+    alone = text.strip()
+    if alone.isdigit() and alone.isascii() and len(alone) != 4:
+        # The commonest answer, a number alone ("4"), read without the searches below: a bare rating on no list
+        # item and in no clause, what they find in it (a four-digit number is a year to them, and no rating).
+        start = text.index(alone)
+        return [_Candidate(float(alone), None, BARE, "bare", alone, start, start + len(alone))]
+    return _candidates(text, label)
+
+
+def _candidates(text: str, label: str | None) -> list[_Candidate]:
+    """:func:`rating_candidates` by its searches, whatever the answer."""
     clean = _MARKUP.sub(lambda m: " " * len(m.group(0)), text)
     found: list[_Candidate] = []
     taken: list[tuple[int, int]] = []
