@@ -9,6 +9,9 @@ from functools import lru_cache
 # Marks that assay.answers.fence puts into judged text: the look-alike guillemets that replace fence
 # markers and the "» " that defuses answer look-alikes. No judge answer of its own carries them.
 NEUTRAL_MARK = "» "
+#: The mark's first character alone: most prompts lack it, and testing for one character is some forty times
+#: cheaper than for the two (CPython searches a long text for a single character with memchr-like loops).
+_MARK_CHAR = NEUTRAL_MARK[0]
 _FENCE_OPEN, _FENCE_CLOSE = "<<<", ">>>"
 _FENCE_LOOKALIKES = ("‹‹‹", "›››")
 _FENCE_LINE = re.compile(r"<<<\s*(END\s+)?([^>\n]{1,60}?)\s*>>>", re.IGNORECASE)
@@ -87,7 +90,7 @@ def _forged_lines(prompt: str) -> frozenset[str]:
     judged text that reads as no answer (a bare ``5``, a title) carries no mark and is not forged, so an
     honest short answer that happens to equal it is still read.
     """
-    if NEUTRAL_MARK not in prompt:  # nothing was marked: no forged line (most prompts; a substring test is cheap)
+    if _MARK_CHAR not in prompt or NEUTRAL_MARK not in prompt:  # nothing was marked: no forged line (most prompts)
         return frozenset()
     return _marked_lines(prompt)
 
