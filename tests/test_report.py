@@ -130,6 +130,20 @@ def test_the_helper_process_gives_the_table_computed_here(run: tuple[Path, assay
     assert [r[0] for r in got["rows"]] == ["coherence", "naturalness", "average"]
 
 
+def test_the_helper_has_imported_everything_the_table_needs_before_it_is_asked(run) -> None:
+    """What the table imports when computed is left for the answer, after the run's last unit: none of it may be."""
+    import subprocess
+    import sys
+
+    run_dir, _ = run
+    code = ("import sys\nfrom assay.report.ahead import preload\npreload()\nbefore = set(sys.modules)\n"
+            "from assay.report.summary import run_summary\n"
+            f"run_summary({str(run_dir)!r})\nprint(sorted(set(sys.modules) - before))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert [m for m in eval(done.stdout) if m.startswith(("assay", "scipy", "pandas", "asyncio", "sqlite3"))] == []
+
+
 @pytest.mark.parametrize(("script", "why"), [("print('not a table')", "unreadable"),
                                              ("import sys; sys.exit(3)", "no table"),
                                              ("print('{\"error\": \"boom\"}')", "the helper failed (boom)"),

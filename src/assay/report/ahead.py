@@ -81,12 +81,21 @@ class SummaryAhead:
             proc.wait()
 
 
-def main() -> None:
-    """The helper: import what the summary needs, then answer one run directory read from standard input."""
+def preload() -> None:
+    """Import everything :func:`assay.report.summary.run_summary` imports, so that none of it is left for the
+    answer (``import assay`` loads none of it since its names are imported on first use)."""
     import scipy.stats  # noqa: F401  (imported by the correlations when first called)
 
     import assay.meta.inputs
-    import assay.meta.levels  # noqa: F401
+    import assay.meta.levels
+    import assay.meta.table
+    import assay.report.summary
+    import assay.run.store  # noqa: F401  (read_run opens the store)
+
+
+def main() -> None:
+    """The helper: import what the summary needs, then answer one run directory read from standard input."""
+    preload()
     from assay.meta.table import jsonable
     from assay.report.summary import run_summary
 
