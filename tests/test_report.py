@@ -274,6 +274,71 @@ def test_assay_run_prints_the_same_table_with_and_without_the_helper(tmp_path, m
     assert "coherence" in outputs["here"] and "pearson" in outputs["here"]
 
 
+@pytest.mark.parametrize(("limit", "bound", "expected"), [
+    (None, 1, ["helper", "plan"]),  # may be large: started before the plan, kept
+    ("10", 5, ["helper", "plan"]),  # a limit that leaves it large: the same
+    ("3", 5, ["plan", "helper"]),  # a limit below the bound: started at the plan, which finds 3 x 2 units
+    ("2", 5, ["plan"]),  # 2 x 2 units: none
+    (None, 10**9, ["helper", "plan", "helper closed"]),  # found small at the plan: stopped there
+])
+def test_the_helper_starts_with_the_command_where_the_run_may_be_large(tmp_path, monkeypatch, limit, bound, expected):
+    """Started as the command starts, the helper imports its libraries while the run's process imports its own
+    (issue 28); a run that the plan finds small stops it there, and one whose limit hid its size starts it there."""
+    from typer.testing import CliRunner
+
+    from assay.cli import main
+    from assay.report import ahead as ahead_module
+    from assay.run import session
+    from assay.testing import FakeOpenAIServer
+
+    events: list[str] = []
+    real_start, real_close, real_resolve = (ahead_module.SummaryAhead.start, ahead_module.SummaryAhead.close,
+                                            session.RunPlan.resolve)
+
+    def start() -> ahead_module.SummaryAhead:
+        events.append("helper")
+        return real_start()
+
+    def close(self: ahead_module.SummaryAhead) -> None:
+        if self._proc is not None:
+            events.append("helper closed")
+        real_close(self)
+
+    def resolve(*args: object, **kwargs: object) -> object:
+        events.append("plan")
+        return real_resolve(*args, **kwargs)
+
+    monkeypatch.setattr(ahead_module.SummaryAhead, "start", staticmethod(start))
+    monkeypatch.setattr(ahead_module.SummaryAhead, "close", close)
+    monkeypatch.setattr(session.RunPlan, "resolve", staticmethod(resolve))
+    monkeypatch.setattr(main, "AHEAD_MIN_UNITS", bound)
+    with FakeOpenAIServer() as server:
+        res = CliRunner().invoke(main.app, ["run", "--method", "direct", "--dataset", "topical-chat", "--judge",
+                                            f"openai:fake@{server.url}", "--quiet", "--dimension", "coherence",
+                                            "--dimension", "naturalness", "--run-dir", str(tmp_path / "r"),
+                                            *(["--limit", limit] if limit else ["--docs", "2"])],
+                                 catch_exceptions=False)
+    assert res.exit_code == 0, res.output
+    assert events == expected
+
+
+def test_a_command_that_fails_after_the_helper_started_ends_it(tmp_path, monkeypatch) -> None:
+    from typer.testing import CliRunner
+
+    from assay.cli import main
+    from assay.report import ahead as ahead_module
+
+    started: list[ahead_module.SummaryAhead] = []
+    real_start = ahead_module.SummaryAhead.start
+    monkeypatch.setattr(ahead_module.SummaryAhead, "start", staticmethod(lambda: started.append(real_start())
+                                                                          or started[-1]))
+    res = CliRunner().invoke(main.app, ["run", "--method", "direct", "--dataset", "topical-chat", "--no-such-option",
+                                        "1", "--run-dir", str(tmp_path / "r")])
+    assert res.exit_code != 0 and "no option --no-such-option" in str(res.exception)
+    (helper,) = started
+    assert helper._proc is None  # closed: killed and waited for
+
+
 def test_a_runs_tables_list_its_dimensions_as_asked_not_as_answered(run: tuple[Path, assay.Dataset]) -> None:
     """The judge's first answer may be any dimension's; the tables follow the manifest's order."""
     from assay.meta.inputs import read_run

@@ -42,10 +42,10 @@ out = Console(emoji=False)
 EXIT_INCOMPLETE = 3
 #: Seconds between two updates of the progress bar's counts (rich redraws at 10 Hz: more would be lost work).
 PROGRESS_EVERY_S = 0.1
-#: Units from which a run computes its summary table in a helper process (:mod:`assay.report.ahead`), started as
-#: soon as the plan says how many units the table covers: its imports then overlap the judge's loading and the
-#: judging instead of following the last answer. A smaller run computes it itself, saving the helper's start
-#: (about a second of CPU on another core) where the table comes quickly either way.
+#: Units from which a run computes its summary table in a helper process (:mod:`assay.report.ahead`), started as the
+#: command starts unless ``--limit`` keeps the run below this (else at the plan, which counts the units): its imports
+#: then overlap this process's imports and the judging instead of following the last answer. A smaller run computes
+#: it itself, saving the helper (about a second of CPU on another core) where the table comes quickly either way.
 AHEAD_MIN_UNITS = 500
 EXIT_USAGE = 2  # a usage error: an unknown command or flag, a missing argument (as click and typer exit)
 
@@ -128,6 +128,24 @@ def run(
     Method options follow as flags, e.g. ``--method geval --mode sampling --n 20`` or
     ``--method checkeval --checklist summeval --soft``.
     """
+    from assay.report.ahead import SummaryAhead
+
+    # The summary's helper process (a large run's table, computed beside it): started now where the run may be large,
+    # so that its imports overlap this process's on the other core; at the plan, stopped where the run is small
+    # after all, or started where a limit hid that it is large.
+    ahead: list[SummaryAhead] = []
+    ctx.call_on_close(lambda: [helper.close() for helper in ahead])  # a run that failed or was stopped: ended
+    if not estimate and (limit is None or limit >= AHEAD_MIN_UNITS):
+        ahead.append(SummaryAhead.start())
+
+    def on_plan(units: int) -> None:
+        if units < AHEAD_MIN_UNITS:
+            for helper in ahead:
+                helper.close()
+            ahead.clear()
+        elif not ahead:
+            ahead.append(SummaryAhead.start())
+
     from assay.api import RunResult, evaluate
     from assay.cli.options import flags_to_options
     from assay.judges import PriceTable, RetryPolicy
@@ -152,14 +170,6 @@ def run(
             bar.update(task[0], stats=escape(message))
         else:
             stages.update(stage, description=escape(message))
-
-    ahead: list[Any] = []  # the summary's helper process, started as soon as the run is known to be large
-
-    def on_plan(units: int) -> None:
-        if units >= AHEAD_MIN_UNITS:
-            from assay.report.ahead import SummaryAhead
-
-            ahead.append(SummaryAhead.start())
 
     def on_start(todo: int, done: int) -> None:
         stages.stop()
@@ -195,10 +205,6 @@ def run(
                           batch=batch_options, retry_parse_failures=retry_parse_failures,
                           answer_format=answer_format,
                           executor=executor, workers=workers, worker_cpus=worker_cpus, worker_gpus=worker_gpus)
-    except BaseException:
-        for helper in ahead:
-            helper.close()
-        raise
     finally:
         stages.stop()
         bar.stop()
