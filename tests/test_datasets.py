@@ -378,3 +378,21 @@ dimensions:
     assert result.manifest["dataset_level"] == "system"
     meta = meta_evaluate(str(tmp_path / "run"), level="sample")
     assert {r["dimension"]: r["coverage"] for r in meta["rows"]}["clarity"] == 1.0
+
+
+def test_a_run_parses_its_own_card_only(monkeypatch):
+    """Naming the shipped datasets reads no card; loading one parses that card alone (each is read on first use)."""
+    from assay.datasets import catalog
+
+    parsed: list[str] = []
+    real = catalog.parse_card
+    monkeypatch.setattr(catalog, "parse_card", lambda path: parsed.append(path.stem) or real(path))
+    catalog.shipped_card.cache_clear()
+    try:
+        assert "summeval" in list(catalog.CATALOG) and parsed == []
+        assert catalog.get_info("summeval").name == "summeval"
+        assert "nosuchset" not in catalog.CATALOG
+        assert parsed == ["summeval"]
+        assert [c.name for c in catalog.CATALOG.values()] == list(catalog.CATALOG)  # every card, when all are asked
+    finally:
+        catalog.shipped_card.cache_clear()

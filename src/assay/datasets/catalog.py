@@ -201,28 +201,38 @@ def cards_dir() -> Path:
 
 
 @cache
-def shipped_cards() -> dict[str, DatasetInfo]:
-    """Every shipped card by name, in file-name order (a card is named as its file)."""
-    out = {}
-    for path in sorted(cards_dir().glob("*.yaml"), key=lambda p: p.stem):
-        card = parse_card(path)
-        if card.name != path.stem:
-            raise InputError(f"a shipped card is named as its file ({path.stem!r})", file=str(path), field="name")
-        out[card.name] = card
-    return out
+def _shipped_names() -> tuple[str, ...]:
+    """The shipped cards' names, in file-name order (a card is named as its file)."""
+    return tuple(sorted(path.stem for path in cards_dir().glob("*.yaml")))
+
+
+@cache
+def shipped_card(name: str) -> DatasetInfo:
+    """One shipped card, parsed on first use: a run reads its own dataset's card, not all of them.
+
+    Raises:
+        KeyError: No card has that name.
+    """
+    if name not in _shipped_names():
+        raise KeyError(name)
+    path = cards_dir() / f"{name}.yaml"
+    card = parse_card(path)
+    if card.name != name:
+        raise InputError(f"a shipped card is named as its file ({name!r})", file=str(path), field="name")
+    return card
 
 
 class _Registry(Mapping[str, DatasetInfo]):
-    """The shipped cards as a read-only mapping, read on first use."""
+    """The shipped cards as a read-only mapping, each read on first use."""
 
     def __getitem__(self, name: str) -> DatasetInfo:
-        return shipped_cards()[name]
+        return shipped_card(name)
 
     def __iter__(self) -> Iterator[str]:
-        return iter(shipped_cards())
+        return iter(_shipped_names())
 
     def __len__(self) -> int:
-        return len(shipped_cards())
+        return len(_shipped_names())
 
 
 CATALOG: Mapping[str, DatasetInfo] = _Registry()
