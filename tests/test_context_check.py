@@ -136,12 +136,12 @@ def test_the_judge_option_wins_and_an_unknown_size_is_recorded(tmp_path):
 
 
 def test_an_unknown_context_costs_nothing(tmp_path, monkeypatch):
-    import assay.run.session as session
+    import assay.run.counting as counting
 
     def never(*args, **kwargs):
         raise AssertionError("the context check ran without a known context size")
 
-    monkeypatch.setattr(session, "find_over_context", never)
+    monkeypatch.setattr(counting, "find_over_context", never)
     result = assay.evaluate("qags-xsum", method="direct", judge=ScriptedJudge(lambda r: "3"), limit=2,
                             run_dir=tmp_path)
     assert result.complete and result.manifest["judge_context"]["n_ctx"] is None
@@ -265,13 +265,13 @@ def test_an_exact_count_refuses_only_prompts_built_before_any_stand_in_answer(tm
 
 
 def test_a_check_that_cannot_run_is_noted_and_the_run_goes_on(tmp_path, monkeypatch):
-    import assay.run.session as session
+    import assay.run.counting as counting
     from assay.errors import ConfigError
 
     async def refuses(*args, **kwargs):
         raise ConfigError("the method refused a stand-in answer")
 
-    monkeypatch.setattr(session, "find_over_context", refuses)
+    monkeypatch.setattr(counting, "find_over_context", refuses)
     judge = OwnCountJudge(20)
     result = assay.evaluate("summeval", method="direct", judge=judge, dimensions=["coherence"], limit=1,
                             run_dir=tmp_path)

@@ -9,7 +9,9 @@ from assay.testing import FakeOpenAIServer
 
 #: Loaded when used, never by a direct run over HTTP (benchmarks/run_overhead.py measures the start-up time).
 NOT_NEEDED = ("openai", "scipy", "pandas", "statsmodels", "pingouin", "plotly", "assay.meta", "assay.methods.geval",
-              "assay.methods.checkeval", "assay.methods.seal", "assay.methods.gereval")
+              "assay.methods.checkeval", "assay.methods.seal", "assay.methods.gereval",
+              # the batch API, the estimate, Ray and the context check (the judge's context size is unknown here)
+              "assay.judges.batch", "assay.run.estimate", "assay.run.ray_executor", "assay.run.counting")
 
 SCRIPT = """
 import sys

@@ -4,18 +4,19 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from assay.datasets import Dataset
 from assay.errors import ConfigError
 from assay.judges import DEFAULT_JUDGE, Judge, ManagedJudge, PriceTable, RetryPolicy
-from assay.judges.batch import BatchOptions
 from assay.methods import DEFAULT_METHOD, Method
-from assay.run.estimate import Estimate, estimate_run
 from assay.run.executor import Progress
-from assay.run.ray_executor import import_ray, parse_executor, ray_settings_for
 from assay.run.session import RunPlan, RunResult, RunSession, RunSettings, blocking
 from assay.types import Dimension, Sample
+
+if TYPE_CHECKING:  # imported where used: a plain live run needs no batch, no estimate and no Ray
+    from assay.judges.batch import BatchOptions
+    from assay.run.estimate import Estimate
 
 __all__ = ["RunResult", "evaluate", "evaluate_async"]
 
@@ -98,15 +99,21 @@ async def evaluate_async(
             once per run (:mod:`assay.run.answer_format`), recorded in the manifest and each trace.
     """
     # before the judge is loaded: a missing extra or a bad setting costs nothing
-    ray_settings = ray_settings_for(parse_executor(executor), workers, worker_cpus, worker_gpus)
-    if ray_settings is not None and batch:
-        raise ConfigError("--batch and --executor ray do not go together: a batch is submitted by one process "
-                          "(run --batch with the local executor; the provider does the scaling)")
-    if ray_settings is not None:
-        import_ray()
+    ray_settings = None
+    if executor != "local" or (workers, worker_cpus, worker_gpus) != (None, None, None):
+        from assay.run.ray_executor import import_ray, parse_executor, ray_settings_for
+
+        ray_settings = ray_settings_for(parse_executor(executor), workers, worker_cpus, worker_gpus)
+        if ray_settings is not None and batch:
+            raise ConfigError("--batch and --executor ray do not go together: a batch is submitted by one process "
+                              "(run --batch with the local executor; the provider does the scaling)")
+        if ray_settings is not None:
+            import_ray()
     plan = RunPlan.resolve(data, method=method, dimensions=dimensions, options=options, limit=limit, docs=docs,
                            answer_format=answer_format)
     if estimate:
+        from assay.run.estimate import estimate_run
+
         return await estimate_run(plan, judge, judge_options=judge_options, run_dir=run_dir, prices=prices,
                                   batch=bool(batch))
     if on_plan:

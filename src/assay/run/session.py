@@ -17,7 +17,7 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 from assay._version import __version__
 from assay.common.hashing import content_hash
@@ -26,17 +26,18 @@ from assay.errors import AssayError, ConfigError, did_you_mean
 from assay.judges import Judge, JudgeIdentity, ManagedJudge, PriceTable, RetryPolicy, load_judge
 from assay.judges.ask import ask
 from assay.judges.base import Request, Response
-from assay.judges.batch import BATCH_CONCURRENCY, BatchJudge, BatchOptions, batch_record, check_batch_judge
-from assay.judges.batch import WAIT_S as BATCH_WAIT_S
 from assay.judges.tokens import judge_counter
 from assay.methods import Method, RunContext, make_method
 from assay.run.answer_format import AnswerFormat, check_asked, decide
-from assay.run.counting import ContextChecked, find_over_context, over_context_message
 from assay.run.executor import Progress, Unit, default_unit_concurrency, execute, order_units, young_collections
 from assay.run.late_calls import take_late_calls
 from assay.run.reask import Reasking, parse_failures
 from assay.run.store import RunStore, check_run_dir
 from assay.types import Dimension, Judgment, Sample, Usage
+
+if TYPE_CHECKING:  # imported where used: a live run without --batch or a known context size needs neither
+    from assay.judges.batch import BatchJudge, BatchOptions
+    from assay.run.counting import ContextChecked
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -246,6 +247,8 @@ class RunSession:
             if s.prices is not None:  # before the run directory is made
                 s.prices.check_covers(self.bare.identity.model)
             if s.batch:
+                from assay.judges.batch import check_batch_judge
+
                 check_batch_judge(self.bare)
             self.store = RunStore(self.run_path)  # locked for this process; an empty or damaged database is refused
         except BaseException:
@@ -253,6 +256,9 @@ class RunSession:
                 await self.bare.aclose()
             raise
         if s.batch:  # every unit at once; calls wait for batches, not for a call slot
+            from assay.judges.batch import BATCH_CONCURRENCY
+            from assay.judges.batch import WAIT_S as BATCH_WAIT_S
+
             self.batcher = _batcher(self.bare, self.store, s.batch, s.prices, s.concurrency, self.status)
             self._retry = (s.retry or RetryPolicy()).model_copy(update={"timeout_s": BATCH_WAIT_S})
             self.managed = ManagedJudge(self.batcher, cache=self.store.calls, concurrency=BATCH_CONCURRENCY,
@@ -378,6 +384,8 @@ class RunSession:
         units = order_units(plan.dataset.samples, plan.dimensions, store.done_units(), by=plan.method.unit_order)
         if not units:
             return
+        from assay.run.counting import ContextChecked, find_over_context, over_context_message
+
         counter = judge_counter(bare)
         self.status(f"checking {len(units)} unit(s) against the judge's context of {n_ctx} tokens")
         try:
@@ -445,8 +453,15 @@ class RunSession:
                         | {"_retries": managed.ledger.retries, "_failures": managed.ledger.failures,
                            "_prices": s.prices.model_dump() if s.prices is not None else None,
                            "_executor": s.executor}
-                        | ({"_batch": batch_record(self.batcher)} if self.batcher is not None else {}))
+                        | ({"_batch": self._batch_record()} if self.batcher is not None else {}))
         store.set_meta("usage_sessions", sessions)
+
+    def _batch_record(self) -> dict[str, Any]:
+        """This session's batch mode as the manifest and the usage sessions record it."""
+        from assay.judges.batch import batch_record
+
+        assert self.batcher is not None
+        return batch_record(self.batcher)
 
     def finish(self) -> RunResult:
         """The manifest completed (notes, usage over every session, cost, unit counts) and the run's result."""
@@ -460,7 +475,7 @@ class RunSession:
         if s.prices is not None:  # a resumed run records the table it last ran with; sessions keep each one
             manifest["prices"] = s.prices.model_dump()
         if self.batcher is not None:  # this session's batch mode (each session's is in usage_sessions)
-            manifest["batch"] = batch_record(self.batcher)
+            manifest["batch"] = self._batch_record()
         store.set_meta("manifest", manifest)
         return RunResult(run_dir=self.run_path, manifest=manifest,
                          usage=dict(managed.ledger.by_stage), notes=store.notes(), progress=self.progress,
@@ -507,6 +522,8 @@ def _batcher(bare: Judge, store: RunStore, batch: bool | BatchOptions, prices: P
     """The batch judge of a ``batch=`` run; what it does instead of live calls goes into the run's notes.
     ``concurrency`` bounds its live calls (``retry="live"``), as it bounds a live run's; ``status`` hears of
     each batch's state (a batch may take hours: the run must not look hung)."""
+    from assay.judges.batch import BatchJudge, BatchOptions
+
     options = batch if isinstance(batch, BatchOptions) else BatchOptions()
     if prices is not None and prices.batch_discount is None:
         store.add_note("batch", "the price table gives no batch_discount: batch calls are priced in full")
