@@ -22,6 +22,7 @@ from assay.common import jsontext
 from assay.errors import AssayError, ConfigError, InputError
 from assay.run.batches import BatchRecords
 from assay.run.cache import CallCache
+from assay.run.checkpoints import Checkpointer
 from assay.run.turns import TurnWriter
 from assay.types import Judgment, Sample, Usage
 
@@ -83,6 +84,7 @@ class RunStore:
         self.run_dir = Path(run_dir)
         db = self.run_dir / DB_NAME
         self._lock: RunLock | None = None
+        self._checkpoints: Checkpointer | None = None
         if readonly:
             if not db.exists():
                 raise AssayError(f"{self.run_dir}: not a run directory (no {DB_NAME})")
@@ -96,7 +98,9 @@ class RunStore:
             self._db = _connect(db, readonly=False)
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=NORMAL")
+            self._db.execute("PRAGMA wal_autocheckpoint=0")  # checkpoints are made beside the writer
             self._migrate()
+            self._checkpoints = Checkpointer(db)
         except BaseException:
             self._lock.release()
             raise
@@ -116,7 +120,10 @@ class RunStore:
 
     def close(self) -> None:
         self.writes.commit()
-        self._db.close()
+        if self._checkpoints is not None:
+            self._checkpoints.close()
+            self._checkpoints = None
+        self._db.close()  # the last connection: it checkpoints what is left and removes the WAL
         if self._lock is not None:
             self._lock.release()
 
