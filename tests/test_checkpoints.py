@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import sqlite3
 import threading
 
@@ -60,26 +61,40 @@ def test_a_failed_checkpoint_is_kept_and_the_next_is_tried(tmp_path, monkeypatch
     """A checkpoint that raises (the disk full) neither ends the thread nor the run: the writer meets the condition
     at its own next commit."""
     monkeypatch.setattr(checkpoints, "CHECKPOINT_EVERY_S", 0.01)
-    calls: list[int] = []
+    seen: set[int] = set()
     real = checkpoints.Checkpointer.checkpoint
 
-    def flaky(self: checkpoints.Checkpointer) -> None:
-        calls.append(1)
-        if len(calls) == 1:
+    def flaky(self: checkpoints.Checkpointer) -> None:  # each checkpointer's first checkpoint fails
+        if id(self) not in seen:
+            seen.add(id(self))
             raise sqlite3.OperationalError("database or disk is full")
         real(self)
 
     monkeypatch.setattr(checkpoints.Checkpointer, "checkpoint", flaky)
     store = RunStore(tmp_path)
     try:
-        for _ in range(200):
-            if store._checkpoints is not None and store._checkpoints.checkpoints:
+        ckpt = store._checkpoints
+        assert ckpt is not None
+        for _ in range(500):
+            if ckpt.checkpoints:
                 break
             threading.Event().wait(0.01)
-        assert store._checkpoints is not None
-        assert isinstance(store._checkpoints.error, sqlite3.OperationalError) and store._checkpoints.checkpoints > 0
+        assert isinstance(ckpt.error, sqlite3.OperationalError) and ckpt.checkpoints > 0
     finally:
         store.close()
+
+
+def test_a_store_never_closed_ends_its_thread_when_collected(tmp_path):
+    before = len(_threads())
+    store = RunStore(tmp_path)
+    assert len(_threads()) == before + 1
+    del store
+    gc.collect()
+    for _ in range(500):
+        if len(_threads()) == before:
+            break
+        threading.Event().wait(0.01)
+    assert len(_threads()) == before
 
 
 def test_a_checkpoint_restarts_the_wal_once_it_holds_enough_frames(tmp_path, monkeypatch):

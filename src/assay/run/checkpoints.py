@@ -54,6 +54,7 @@ class Checkpointer:
                 self.checkpoint()
             except sqlite3.Error as exc:
                 self.error = exc
+        self._conn.close()  # the connection lives as long as the thread
 
     def checkpoint(self) -> None:
         """One passive checkpoint, and a restarting one where the WAL has grown to :data:`RESTART_FRAMES` frames."""
@@ -64,7 +65,9 @@ class Checkpointer:
             self.restarts += not busy
 
     def close(self) -> None:
-        """Stop the thread (a checkpoint under way is finished) and close its connection."""
+        """Stop the thread (a checkpoint under way is finished; the thread closes its connection) and wait for it.
+        Idempotent; called by the store's close, or when a store that was never closed is collected, from whichever
+        thread collects it (this one's included, which then does not wait for itself)."""
         self._stop.set()
-        self._thread.join()
-        self._conn.close()
+        if threading.current_thread() is not self._thread:
+            self._thread.join()

@@ -14,6 +14,7 @@ import os
 import socket
 import sqlite3
 import time
+import weakref
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -101,6 +102,7 @@ class RunStore:
             self._db.execute("PRAGMA wal_autocheckpoint=0")  # checkpoints are made beside the writer
             self._migrate()
             self._checkpoints = Checkpointer(db)
+            weakref.finalize(self, self._checkpoints.close)  # never closed: the thread ends when the store is collected
         except BaseException:
             self._lock.release()
             raise
