@@ -134,15 +134,19 @@ def run(
     # so that its imports overlap this process's on the other core; at the plan, stopped where the run is small
     # after all, or started where a limit hid that it is large.
     ahead: list[SummaryAhead] = []
-    ctx.call_on_close(lambda: [helper.close() for helper in ahead])  # a run that failed or was stopped: ended
+
+    def end_helpers() -> None:  # a helper that was asked for its table has ended already
+        for helper in ahead:
+            helper.close()
+        ahead.clear()
+
+    ctx.call_on_close(end_helpers)  # a run that failed or was stopped: its helper ended with the command
     if not estimate and (limit is None or limit >= AHEAD_MIN_UNITS):
         ahead.append(SummaryAhead.start())
 
     def on_plan(units: int) -> None:
         if units < AHEAD_MIN_UNITS:
-            for helper in ahead:
-                helper.close()
-            ahead.clear()
+            end_helpers()
         elif not ahead:
             ahead.append(SummaryAhead.start())
 
