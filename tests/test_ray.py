@@ -21,16 +21,8 @@ from assay.datasets import load_dataset
 from assay.errors import ConfigError
 from assay.judges.scripted import ScriptedJudge
 from assay.run.executor import order_units
-from assay.run.ray_executor import (
-    INSTALL_HINT,
-    RaySettings,
-    check_fits,
-    parse_executor,
-    ray_settings_for,
-    resolve_workers,
-    split_concurrency,
-    unit_groups,
-)
+from assay.run.ray_executor import check_fits, resolve_workers, split_concurrency, unit_groups
+from assay.run.ray_settings import INSTALL_HINT, RaySettings, parse_executor, ray_settings_for
 from assay.run.store import RunStore
 from assay.testing import Behaviour, FakeOpenAIServer
 

@@ -11,10 +11,11 @@ from assay.errors import ConfigError
 from assay.judges import DEFAULT_JUDGE, Judge, ManagedJudge, PriceTable, RetryPolicy
 from assay.methods import DEFAULT_METHOD, Method
 from assay.run.executor import Progress
+from assay.run.ray_settings import import_ray, parse_executor, ray_settings_for
 from assay.run.session import RunPlan, RunResult, RunSession, RunSettings, blocking
 from assay.types import Dimension, Sample
 
-if TYPE_CHECKING:  # imported where used: a plain live run needs no batch, no estimate and no Ray
+if TYPE_CHECKING:  # imported where used: a plain live run needs no batch, no estimate and no Ray executor
     from assay.judges.batch import BatchOptions
     from assay.run.estimate import Estimate
 
@@ -99,16 +100,12 @@ async def evaluate_async(
             once per run (:mod:`assay.run.answer_format`), recorded in the manifest and each trace.
     """
     # before the judge is loaded: a missing extra or a bad setting costs nothing
-    ray_settings = None
-    if executor != "local" or (workers, worker_cpus, worker_gpus) != (None, None, None):
-        from assay.run.ray_executor import import_ray, parse_executor, ray_settings_for
-
-        ray_settings = ray_settings_for(parse_executor(executor), workers, worker_cpus, worker_gpus)
-        if ray_settings is not None and batch:
-            raise ConfigError("--batch and --executor ray do not go together: a batch is submitted by one process "
-                              "(run --batch with the local executor; the provider does the scaling)")
-        if ray_settings is not None:
-            import_ray()
+    ray_settings = ray_settings_for(parse_executor(executor), workers, worker_cpus, worker_gpus)
+    if ray_settings is not None and batch:
+        raise ConfigError("--batch and --executor ray do not go together: a batch is submitted by one process "
+                          "(run --batch with the local executor; the provider does the scaling)")
+    if ray_settings is not None:
+        import_ray()
     plan = RunPlan.resolve(data, method=method, dimensions=dimensions, options=options, limit=limit, docs=docs,
                            answer_format=answer_format)
     if estimate:

@@ -54,12 +54,10 @@ from assay.judges.middleware import Ledger, call_key
 from assay.methods.base import Method, RunContext
 from assay.run.executor import Progress, Unit, default_unit_concurrency, failed_judgment
 from assay.run.late_calls import LATE_CALLS, late_call_line
+from assay.run.ray_settings import RaySettings, import_ray
 from assay.run.store import LOCK_NAME, RunStore
 from assay.types import Judgment, Usage
 
-#: What ``--executor ray`` says when Ray is not installed.
-INSTALL_HINT = ('the ray executor needs Ray, an optional extra: pip install -e ".[ray]" '
-                '(from a checkout) or pip install "assay[ray]"')
 #: Times the driver replaces one worker's dead actor before it gives that worker up.
 MAX_REPLACEMENTS = 3
 #: Unit groups in flight per actor, so that an actor never idles while the driver hands it the next group.
@@ -73,79 +71,6 @@ WATCH_EVERY_S = 0.05
 
 
 # -- settings (pure) ----------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class ExecutorSpec:
-    """Where the units run: ``local`` (the asyncio executor) or ``ray`` with an optional cluster address.
-
-    Attributes:
-        kind: ``local`` or ``ray``.
-        address: For ``ray``: None (start a local Ray instance), ``auto`` (join the cluster this machine belongs
-            to) or ``ray://HOST:PORT`` (Ray client).
-    """
-
-    kind: str
-    address: str | None = None
-
-    def label(self) -> str:
-        return self.kind if self.address is None else f"{self.kind}:{self.address}"
-
-
-def parse_executor(spec: str) -> ExecutorSpec:
-    """Read ``local``, ``ray``, ``ray:auto`` or ``ray:ray://host:10001``.
-
-    Raises:
-        ConfigError: Any other spelling, with the accepted forms.
-    """
-    kind, sep, address = spec.strip().partition(":")
-    if kind == "local" and not sep:
-        return ExecutorSpec("local")
-    if kind == "ray" and (not sep or address):
-        return ExecutorSpec("ray", address or None)
-    raise ConfigError(f"unknown executor {spec!r}: give local, ray, ray:auto or ray:ray://HOST:PORT")
-
-
-@dataclass(frozen=True)
-class RaySettings:
-    """How a run uses a Ray cluster.
-
-    Attributes:
-        address: See :attr:`ExecutorSpec.address`.
-        workers: Judge actors (each with its own judge instance); None: as many as the cluster's CPUs (and GPUs)
-            fit, and for a shared endpoint no more than its bound on calls in flight (:func:`resolve_workers`).
-        cpus: CPUs each actor reserves (an embedded judge: match its ``n_threads``).
-        gpus: GPUs each actor reserves (fractions share a GPU).
-    """
-
-    address: str | None = None
-    workers: int | None = None
-    cpus: float = 1.0
-    gpus: float = 0.0
-
-    def __post_init__(self) -> None:
-        if self.workers is not None and self.workers < 1:
-            raise ConfigError(f"--workers must be at least 1, not {self.workers}")
-        if self.cpus < 0 or self.gpus < 0:
-            raise ConfigError("--worker-cpus and --worker-gpus cannot be negative")
-
-
-def ray_settings_for(spec: ExecutorSpec, workers: int | None, cpus: float | None,
-                     gpus: float | None) -> RaySettings | None:
-    """The Ray settings of a run, or None for the local executor, which refuses Ray's options rather than
-    ignoring them.
-
-    Raises:
-        ConfigError: ``--workers``, ``--worker-cpus`` or ``--worker-gpus`` given with the local executor.
-    """
-    if spec.kind == "ray":
-        return RaySettings(spec.address, workers, 1.0 if cpus is None else cpus, 0.0 if gpus is None else gpus)
-    given = [flag for flag, value in (("--workers", workers), ("--worker-cpus", cpus), ("--worker-gpus", gpus))
-             if value is not None]
-    if given:
-        raise ConfigError(f"{', '.join(given)} set the ray executor's workers: add --executor ray (or ray:auto, "
-                          "ray:ray://HOST:PORT), or leave them out for the local executor")
-    return None
 
 
 def unit_groups(units: list[Unit]) -> list[list[Unit]]:
@@ -200,15 +125,6 @@ def check_fits(cluster: dict[str, float], settings: RaySettings) -> None:
         if want > cluster.get(key, 0.0):
             raise ConfigError(f"{flag} {want:g}: the Ray cluster has {cluster.get(key, 0.0):g} {key}(s) in all, "
                               "so no worker could start")
-
-
-def import_ray() -> Any:
-    """The ``ray`` module, or a ConfigError saying how to install it."""
-    try:
-        import ray
-    except ImportError as exc:
-        raise ConfigError(INSTALL_HINT) from exc
-    return ray
 
 
 def judge_source(judge: str | Judge, options: dict[str, Any] | None) -> Callable[[], Judge]:

@@ -173,7 +173,7 @@ class RunSettings:
         retry: Retry and timeout policy.
         prices: Price table for cost accounting.
         batch: Send calls through the provider's batch API (True for the defaults, or the options).
-        ray: Ray settings (:func:`assay.run.ray_executor.ray_settings_for`), or None for the local executor.
+        ray: Ray settings (:func:`assay.run.ray_settings.ray_settings_for`), or None for the local executor.
         executor: The executor as named (recorded in the usage sessions).
         retry_parse_failures: On resume, ask the parse-failed units again as a new attempt.
     """
