@@ -264,6 +264,43 @@ def test_the_judge_is_asked_its_capabilities_side_by_side(tmp_path):
     assert "probe" in result.manifest["answer_format"]["judge_reason"]  # both were answered and recorded
 
 
+def _steps_calls(srv: FakeOpenAIServer) -> list[dict]:
+    return [r for r in srv.requests if "evaluation steps" in json.dumps(r.get("messages", "")).lower()
+            and not r.get("logprobs")]
+
+
+def test_geval_steps_are_asked_beside_the_probe_and_paid_once(tmp_path):
+    """The steps need no probe's answer: they are in flight with it, and prepare takes them (one call each)."""
+    arrived: dict[str, float] = {}
+
+    def stamp(body: dict) -> None:
+        kind = "probe" if body.get("max_tokens") == 1 else "steps" if body.get("max_tokens") == 256 else None
+        if kind:
+            arrived.setdefault(kind, time.monotonic())
+
+    with FakeOpenAIServer(default=Behaviour(delay_s=0.4, text="1. Read the text.\n2. Rate it.")) as srv:
+        srv.route = stamp
+        result = _geval(srv, tmp_path / "run", no_cot=False)
+    dims = result.manifest["artifacts"]["dimensions"]
+    assert {d["steps_source"] for d in dims.values()} == {"generated"}
+    assert len(_steps_calls(srv)) == len(dims)  # asked once: prepare awaited the calls started ahead
+    assert abs(arrived["steps"] - arrived["probe"]) < 0.3  # sent before the probe answered
+    assert result.usage["steps"].calls == len(dims) and result.usage["steps"].cached_calls == 0
+
+
+def test_a_probe_that_stops_the_run_ends_the_steps_started_beside_it(tmp_path, caplog):
+    """A run stopped by its probe cancels the calls started ahead of the plan and leaves no task unretrieved."""
+    with FakeOpenAIServer() as srv:
+        srv.route = lambda body: (Behaviour(kind="error", status=503) if body.get("logprobs")
+                                  else Behaviour(delay_s=5.0, text="1. Read the text."))
+        started = time.monotonic()
+        with pytest.raises(JudgeError, match="probe got no answer"):
+            _geval(srv, tmp_path / "run", no_cot=False)
+        assert time.monotonic() - started < 4.0  # the steps' 5 s answers were not awaited
+    assert _steps_calls(srv)  # they had been sent
+    assert "never retrieved" not in caplog.text
+
+
 async def test_side_by_side_raises_the_first_failure_in_order_and_cancels_the_rest():
     order: list[str] = []
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import abc
+import asyncio
 import random
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -324,6 +325,18 @@ class Method(abc.ABC):
         per run, right after the dataset is selected (``limit``, ``docs``) and before anything is stored.
         """
         return dataset
+
+    def prefetch(self, judge: ManagedJudge, dataset: Dataset, dimensions: list[Dimension]) -> list[asyncio.Task[Any]]:
+        """Start the judge calls :meth:`prepare` will make whatever the judge turns out to support, before it is
+        asked (a run starts them beside its capability probe: one round trip at the start, not two);
+        :meth:`prepare` then awaits them instead of asking. Only calls that do not depend on the probe's answers
+        (log-probabilities, the answer format) may start here.
+
+        Returns:
+            The tasks started; the caller cancels those :meth:`prepare` never awaited (a run stopped by its
+            probe). Default: none.
+        """
+        return []
 
     async def prepare(self, ctx: RunContext) -> dict[str, Any]:
         """Build or load artifacts once per run (steps, checklists, rubrics).

@@ -483,10 +483,22 @@ class RunSession:
 
     async def run(self, on_start: Callable[[int, int], None] | None = None,
                   on_update: Callable[[Progress, ManagedJudge], None] | None = None) -> RunResult:
-        """Every step after :meth:`open`: check, detect, prepare, check the context, execute, finish."""
+        """Every step after :meth:`open`: check, detect, prepare, check the context, execute, finish.
+
+        The method's calls that need no probe's answer (:meth:`Method.prefetch`: G-Eval's steps) start beside the
+        probe; not for a batch judge, which sends what it is given in batches.
+        """
         self.check()
-        await self.detect()
-        await self.prepare()
+        managed, plan = self.managed, self.plan
+        assert managed is not None
+        early = [] if self.batcher is not None else plan.method.prefetch(managed, plan.dataset, plan.dimensions)
+        try:
+            await self.detect()
+            await self.prepare()
+        finally:  # a run stopped by its probe: the calls started ahead end with it
+            for task in early:
+                task.cancel()
+            await asyncio.gather(*early, return_exceptions=True)
         await self.check_context()
         await self.execute(on_start, on_update)
         return self.finish()

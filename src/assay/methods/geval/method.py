@@ -30,9 +30,11 @@ from pydantic import Field, model_validator
 
 from assay.answers.parsing import Parsed, parse_json_rating, parse_rating
 from assay.common.hashing import content_hash
+from assay.datasets import Dataset
 from assay.errors import ConfigError
 from assay.judges.ask import ask
 from assay.judges.base import Request, Response
+from assay.judges.middleware import ManagedJudge
 from assay.methods.base import ArtifactKind, Method, MethodOptions, RunContext
 from assay.methods.geval.imported import GEvalReader
 from assay.methods.geval.paper import (
@@ -260,6 +262,8 @@ class GEval(Method):
         self.fallback: str | None = None
         self.plans: dict[str, DimensionPlan] = {}
         self._lock: asyncio.Lock | None = None
+        #: Steps calls started by :meth:`prefetch`, per dimension, until :meth:`_plan` takes them.
+        self._early: dict[str, asyncio.Task[tuple[dict[str, Any] | None, str | None]]] = {}
 
     schema_stages = ("score",)
 
@@ -306,6 +310,15 @@ class GEval(Method):
                 "top_logprobs": self.top_logprobs if self.mode == "logprobs" else None,
                 "dimensions": {name: p.record for name, p in self.plans.items()}}
 
+    def prefetch(self, judge: ManagedJudge, dataset: Dataset, dimensions: list[Dimension]) -> list[asyncio.Task[Any]]:
+        """Start generating each dimension's steps: their prompt and decoding depend on no probe's answer."""
+        if self.options.criteria == "paper" or self.options.no_cot or self.options.steps:
+            return []
+        for d in dimensions:
+            self._early[d.name] = asyncio.ensure_future(
+                generate_steps(judge, dataset.info, d, max_tokens=self.options.steps_max_tokens))
+        return list(self._early.values())
+
     def _steps_file(self, ctx: RunContext) -> dict[str, dict[str, Any]]:
         path = Path(str(self.options.steps)).expanduser()
         if not path.is_file():
@@ -336,7 +349,9 @@ class GEval(Method):
             source = f"file:{self.options.steps}"
         else:
             ctx.status(f"G-Eval: the judge writes the evaluation steps for {dimension.name}")
-            entry, error = await generate_steps(ctx.judge, info, dimension, max_tokens=self.options.steps_max_tokens)
+            early = self._early.pop(dimension.name, None)
+            entry, error = await (early if early is not None else
+                                  generate_steps(ctx.judge, info, dimension, max_tokens=self.options.steps_max_tokens))
             if entry is None:
                 msg = (f"geval: the judge wrote no usable evaluation steps for {dimension.name} ({error}); "
                        f"{dimension.name} is scored without steps, as with --no-cot")
