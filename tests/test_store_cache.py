@@ -6,10 +6,11 @@ import json
 
 import pandas as pd
 import pytest
+from pydantic import ValidationError
 
 import assay
 from assay.errors import ConfigError
-from assay.judges.base import Request
+from assay.judges.base import Choice, JudgeIdentity, Request, Response, TokenLogprobs, TopToken
 from assay.judges.middleware import ManagedJudge
 from assay.judges.scripted import ScriptedJudge
 from assay.run.store import RunStore
@@ -91,6 +92,29 @@ def test_cache_survives_reopening(tmp_path):
     first = asyncio.run(go())
     second = asyncio.run(go())
     assert first == second == "answer 1"
+
+
+def test_cached_log_probabilities_are_pairs_and_older_objects_still_read(tmp_path):
+    """Top tokens are stored as ``["token", logprob]``; a row an older assay wrote as objects reads the same, and a
+    top token with a key of its own is refused (the cache holds only what a judge answered)."""
+    top = [TopToken(token="4", logprob=-0.1), TopToken(token="3", logprob=-2.5)]
+    response = Response(choices=[Choice(text="4", logprobs=[TokenLogprobs(token="4", logprob=-0.1, top=top)])])
+    request, identity = Request.chat("rate it"), JudgeIdentity(backend="scripted", model="m")
+    with RunStore(tmp_path) as store:
+        store.calls.put_call("new", identity, request, response)
+        older = json.loads(response.model_dump_json())
+        older["choices"][0]["logprobs"][0]["top"] = [{"token": t.token, "logprob": t.logprob} for t in top]
+        store.calls.put_call("old", identity, request, Response.model_validate(older))
+        store._db.execute("UPDATE calls SET response=? WHERE key='old'", (json.dumps(older),))
+        stored = json.loads(store._db.execute("SELECT response FROM calls WHERE key='new'").fetchone()[0])
+        assert stored["choices"][0]["logprobs"][0]["top"] == [["4", -0.1], ["3", -2.5]]
+        for key in ("new", "old"):
+            got = store.calls.get_call(key)
+            assert got is not None and got.choices[0].logprobs[0].top == top
+            assert got.choices[0].logprobs[0].top[1].logprob == -2.5
+    older["choices"][0]["logprobs"][0]["top"][0]["bytes"] = None
+    with pytest.raises(ValidationError, match="bytes"):
+        Response.model_validate(older)
 
 
 def test_judgment_written_exactly_once(tmp_path):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import abc
 import hashlib
 import json
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -90,10 +90,13 @@ def schema_text(schema: dict[str, Any]) -> str:
     return json.dumps(schema, separators=(",", ":"))
 
 
-class TopToken(BaseModel):
-    """One candidate token at a generated position."""
+class TopToken(NamedTuple):
+    """One candidate token at a generated position.
 
-    model_config = ConfigDict(extra="forbid")
+    A named pair rather than a model: an answer with top-20 log-probabilities holds twenty per position, and a
+    pair is validated and written at a fraction of a model's cost (stored as ``["token", logprob]``; a stored
+    ``{"token": ..., "logprob": ...}`` object still reads, and extra keys are refused either way).
+    """
 
     token: str
     logprob: float

@@ -753,7 +753,7 @@ def to_response(raw: Any, latency: float, where: str = "the endpoint") -> Respon
         for ch in raw["choices"]:
             content = (ch.get("logprobs") or {}).get("content")
             lp = [{"token": t["token"], "logprob": t["logprob"],
-                   "top": [{"token": a["token"], "logprob": a["logprob"]} for a in t.get("top_logprobs") or []]}
+                   "top": [(a["token"], a["logprob"]) for a in t.get("top_logprobs") or []]}
                   for t in content] if content else None
             choices.append({"text": (ch.get("message") or {}).get("content") or "", "logprobs": lp,
                             "finish_reason": ch.get("finish_reason")})
