@@ -67,3 +67,18 @@ def test_seal_verification_prompts_put_rules_and_texts_before_the_units_and_ques
         question = max(prompt.find("Question ("), prompt.find("Task: "))
         rules = prompt.index("Rules:")
         assert rules < prompt.find("\n<<<", rules) < block < question, prompt  # rules, texts, units, question
+
+
+@pytest.mark.parametrize("method", ["direct", "geval", "checkeval", "seal"])
+def test_the_formatted_answers_take_every_method_along_its_full_path(tmp_path, method):
+    """The benchmarks' scripted answers: no fallback, no parse failure; G-Eval's score prompts carry generated steps."""
+    ds = assay.load_dataset("summeval").select(docs=1, limit=2)
+    judge = ScriptedJudge(formatted_answer)
+    result = assay.evaluate(ds, method=method, judge=judge, run_dir=tmp_path / "run")
+    assert result.units["scored"] == result.units["asked"] > 0
+    assert not [n for n in result.notes if n["kind"] == "fallback"], result.notes
+    if method == "geval":
+        steps = {d["steps_source"] for d in result.manifest["artifacts"]["dimensions"].values()}
+        assert steps == {"generated"}
+        assert all("Evaluation Steps:\n1. " in r.messages[0].content for r in judge.requests
+                   if r.top_logprobs or r.n > 1 or "Evaluation Form" in r.messages[0].content)

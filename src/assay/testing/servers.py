@@ -107,14 +107,18 @@ def formatted_answer(request: Any) -> str:
     """A well-formed answer to any shipped method's prompt (for a scripted judge), so that every method takes
     its full path: SEAL's facts are the text's sentences, its support and relevance lists name the first
     source fact, other SEAL answers copy the prompt's own example, and anything else gets
-    :func:`varying_answer` (a checklist's yes/no lines, a rating). Its content says nothing about the texts.
+    :func:`varying_answer` (a checklist's yes/no lines, a rating); G-Eval's steps prompt gets steps of a typical
+    length, so that its score prompts carry them. Its content says nothing about the texts.
 
     Args:
         request: A :class:`assay.judges.base.Request`.
     """
+    from assay.methods.geval.steps import STEPS_CUE, TYPICAL_STEPS
     from assay.methods.seal.units import split_sentences
 
     prompt = request.messages[0].content
+    if prompt.rstrip().endswith(STEPS_CUE):
+        return TYPICAL_STEPS
     if prompt.startswith(_FACTS_INTRO):
         label = re.search(r"<<<([A-Z ]+)>>>", prompt)
         return json.dumps({"facts": split_sentences(_fenced(prompt, label.group(1) if label else ""))})

@@ -24,6 +24,10 @@ STEPS_FORMAT = "assay.geval.steps/1"
 MAX_STEPS = 10
 
 
+#: The line a steps prompt ends with, after which the judge writes the steps (the paper's auto-CoT cue).
+STEPS_CUE = "Evaluation Steps:"
+
+
 def build_steps_prompt(dimension: Dimension, criteria: Criteria, info: DatasetInfo) -> str:
     """The auto-CoT prompt: only the task introduction and the criteria, then "Evaluation Steps:".
 
@@ -35,8 +39,9 @@ def build_steps_prompt(dimension: Dimension, criteria: Criteria, info: DatasetIn
         f"Write the evaluation steps a careful rater should follow to rate a {info.output_name} for "
         f"{dimension.name.replace('_', ' ')}: a numbered list of at most {MAX_STEPS} short steps, the last "
         f"of which assigns the score on the {dimension.scale.label()} scale from the criteria above. "
-        "Write only the list.\n\nEvaluation Steps:"
+        f"Write only the list.\n\n{STEPS_CUE}"
     )
+
 
 
 _NUMBERED = re.compile(r"^\s*(?:step\s*)?(\d{1,2})\s*[.):]\s*(.*\S)?\s*$", re.IGNORECASE)
