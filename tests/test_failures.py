@@ -301,6 +301,23 @@ def test_a_probe_that_stops_the_run_ends_the_steps_started_beside_it(tmp_path, c
     assert "never retrieved" not in caplog.text
 
 
+def test_a_geval_instance_runs_again_after_its_probe_stopped_a_run(tmp_path):
+    """The steps a stopped run started and cancelled are not what the next run of the same instance reads."""
+    from assay.methods.geval.method import GEval
+
+    method = GEval()
+    with FakeOpenAIServer() as srv:
+        srv.route = lambda body: Behaviour(kind="error", status=503) if body.get("logprobs") else None
+        with pytest.raises(JudgeError, match="probe got no answer"):
+            assay.evaluate("qags-xsum", method=method, judge=OpenAIJudge("fake-model", srv.url), limit=1,
+                           run_dir=tmp_path / "first", retry=FAST)
+    with FakeOpenAIServer(default=Behaviour(text="1. Read the text.\n2. Rate it.")) as srv:
+        result = assay.evaluate("qags-xsum", method=method, judge=OpenAIJudge("fake-model", srv.url), limit=1,
+                                run_dir=tmp_path / "second", retry=FAST)
+    assert {d["steps_source"] for d in result.manifest["artifacts"]["dimensions"].values()} == {"generated"}
+    assert len(_steps_calls(srv)) == len(result.manifest["artifacts"]["dimensions"])
+
+
 async def test_side_by_side_raises_the_first_failure_in_order_and_cancels_the_rest():
     order: list[str] = []
 

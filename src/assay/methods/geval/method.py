@@ -314,9 +314,8 @@ class GEval(Method):
         """Start generating each dimension's steps: their prompt and decoding depend on no probe's answer."""
         if self.options.criteria == "paper" or self.options.no_cot or self.options.steps:
             return []
-        for d in dimensions:
-            self._early[d.name] = asyncio.ensure_future(
-                generate_steps(judge, dataset.info, d, max_tokens=self.options.steps_max_tokens))
+        self._early = {d.name: asyncio.ensure_future(
+            generate_steps(judge, dataset.info, d, max_tokens=self.options.steps_max_tokens)) for d in dimensions}
         return list(self._early.values())
 
     def _steps_file(self, ctx: RunContext) -> dict[str, dict[str, Any]]:
@@ -349,8 +348,8 @@ class GEval(Method):
             source = f"file:{self.options.steps}"
         else:
             ctx.status(f"G-Eval: the judge writes the evaluation steps for {dimension.name}")
-            early = self._early.pop(dimension.name, None)
-            entry, error = await (early if early is not None else
+            early = self._early.pop(dimension.name, None)  # cancelled: left by an earlier run of this instance
+            entry, error = await (early if early is not None and not early.cancelled() else
                                   generate_steps(ctx.judge, info, dimension, max_tokens=self.options.steps_max_tokens))
             if entry is None:
                 msg = (f"geval: the judge wrote no usable evaluation steps for {dimension.name} ({error}); "

@@ -43,7 +43,6 @@ def build_steps_prompt(dimension: Dimension, criteria: Criteria, info: DatasetIn
     )
 
 
-
 _NUMBERED = re.compile(r"^\s*(?:step\s*)?(\d{1,2})\s*[.):]\s*(.*\S)?\s*$", re.IGNORECASE)
 
 
