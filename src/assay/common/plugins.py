@@ -39,10 +39,11 @@ class Registry:
 
     def check(self, name: str) -> None:
         """Raise a did-you-mean ConfigError unless ``name`` is registered (imports nothing)."""
-        self._target(name, self.targets())
+        self._target(name)
 
-    def _target(self, name: str, targets: dict[str, str]) -> str:
-        """``name``'s target among ``targets`` (one scan of the entry points), or the did-you-mean error."""
+    def _target(self, name: str) -> str:
+        """``name``'s target (one scan of the entry points), or the did-you-mean error."""
+        targets = self.targets()
         if name not in targets:
             raise ConfigError(f"unknown {self.kind} {name!r}." + did_you_mean(name, list(targets)))
         return targets[name]
@@ -53,7 +54,7 @@ class Registry:
         Raises:
             ConfigError: Unknown name (with a did-you-mean hint), or a target that is not a subclass of ``base``.
         """
-        target = self._target(name, self.targets())  # one scan of the entry points, not two
+        target = self._target(name)
         module, _, attr = target.partition(":")
         cls = getattr(importlib.import_module(module), attr, None)
         if not (isinstance(cls, type) and issubclass(cls, self.base)):
